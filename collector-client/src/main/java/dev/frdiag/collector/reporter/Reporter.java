@@ -1,0 +1,494 @@
+package dev.frdiag.collector.reporter;
+
+import dev.frdiag.collector.recorder.FlightRecorder;
+import dev.frdiag.collector.ring.RecordRing;
+import dev.frdiag.collector.ring.RecordView;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectorGrpc;
+import dev.frdiag.proto.v1.DaemonMessage;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.Goodbye;
+import dev.frdiag.proto.v1.Heartbeat;
+import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.InternedFrame;
+import dev.frdiag.proto.v1.ProcessGroupUpdate;
+import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.proto.v1.RecordBatch;
+import io.grpc.Channel;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import java.time.Duration;
+import java.util.BitSet;
+import java.util.Objects;
+import java.util.Queue;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Streams one rank's {@link FlightRecorder} to the daemon: a Hello, heartbeats with per-group progress, record
+ * deltas in batches, events, and full snapshots on request.
+ *
+ * <p>The ring itself is the only buffer: deltas are read from it when the stream can take them, so while the
+ * daemon is away the rank keeps recording in bounded memory and records overwritten before they were shipped
+ * are counted as dropped and reported on reconnect. After every (re)connect the whole ring window is sent
+ * again, so a restarted daemon ends up with the rank's full window.
+ *
+ * <p>All stream work runs on one executor task at a time; recording threads never touch it.
+ */
+public final class Reporter implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Reporter.class);
+
+  private final FlightRecorder recorder;
+  private final RankIdentity identity;
+  private final CollectorGrpc.CollectorStub stub;
+  private final ReporterSettings settings;
+  private final ScheduledExecutorService executor;
+  private final boolean ownsExecutor;
+  private final LongSupplier clockNanos;
+  private final Object lock = new Object();
+  private final Queue<DumpRequest> dumpRequests = new ConcurrentLinkedQueue<>();
+  private final ArrayBlockingQueue<RankEvent> events;
+  private final AtomicLong droppedEvents = new AtomicLong();
+  private final RecordView view = new RecordView();
+
+  // Stream state, guarded by lock (touched only from tick and close).
+  private Stream stream;
+  private long nextConnectAtNanos;
+  private long backoffNanos;
+  private long newCursor;
+  private long[] open = new long[16];
+  private int openCount;
+  private long droppedRecords;
+  private long lastHeartbeatNanos;
+  private int announcedGroups;
+  private final BitSet shippedStacks = new BitSet();
+  private boolean closed;
+  private boolean killed;
+  private long connects;
+
+  private final ScheduledFuture<?> ticker;
+
+  private Reporter(Builder b) {
+    this.recorder = b.recorder;
+    this.identity = b.identity;
+    this.settings = b.settings;
+    this.stub = CollectorGrpc.newStub(b.channel);
+    this.clockNanos = b.clockNanos;
+    this.events = new ArrayBlockingQueue<>(settings.maxQueuedEvents());
+    if (b.executor != null) {
+      this.executor = b.executor;
+      this.ownsExecutor = false;
+    } else {
+      this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "frdiag-reporter-" + identity.getGlobalRank());
+        t.setDaemon(true);
+        return t;
+      });
+      this.ownsExecutor = true;
+    }
+    long period = settings.maxBatchDelay().toNanos();
+    // Spread ranks sharing an executor so their ticks do not all land at once.
+    long initialDelay = ThreadLocalRandom.current().nextLong(Math.max(1, period));
+    this.ticker = executor.scheduleWithFixedDelay(this::tick, initialDelay, period, TimeUnit.NANOSECONDS);
+  }
+
+  /** Starts building a reporter for {@code recorder}, which records the rank {@code identity} describes. */
+  public static Builder builder(FlightRecorder recorder, RankIdentity identity, Channel channel) {
+    return new Builder(recorder, identity, channel);
+  }
+
+  /** Queues an event for the daemon; never blocks. A full queue drops the event and counts it. */
+  public void report(RankEvent event) {
+    Objects.requireNonNull(event, "event");
+    if (!events.offer(event)) {
+      droppedEvents.incrementAndGet();
+    }
+  }
+
+  /** Records overwritten in the ring before they could be shipped, since this reporter started. */
+  public long droppedRecords() {
+    synchronized (lock) {
+      return droppedRecords;
+    }
+  }
+
+  /** Events dropped because the queue was full. */
+  public long droppedEvents() {
+    return droppedEvents.get();
+  }
+
+  /** True while a stream is open and welcomed by the daemon. */
+  public boolean isConnected() {
+    synchronized (lock) {
+      return stream != null && stream.welcomed;
+    }
+  }
+
+  /** Number of streams the daemon has welcomed so far (1 after the first connect). */
+  public long connectCount() {
+    synchronized (lock) {
+      return connects;
+    }
+  }
+
+  /**
+   * Stops intake, flushes what the ring holds with a deadline, says Goodbye and closes the stream. Idempotent.
+   */
+  @Override
+  public void close() {
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    ticker.cancel(false);
+    long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
+    try {
+      executor.submit(() -> {
+        synchronized (lock) {
+          Stream s = stream;
+          if (s != null && s.welcomed && !killed) {
+            shipDeltas(s, deadline);
+            drainEvents(s);
+            s.send(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("shutdown")).build());
+            s.requests.onCompleted();
+          } else if (s != null) {
+            s.requests.cancel("reporter closed", null);
+          }
+          stream = null;
+        }
+      }).get(settings.shutdownTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (Exception e) {
+      log.warn("rank {}: reporter shutdown did not finish cleanly: {}", identity.getGlobalRank(), e.toString());
+    } finally {
+      if (ownsExecutor) {
+        executor.shutdownNow();
+      }
+    }
+  }
+
+  /**
+   * Ends the stream abruptly, as if the process died: no flush, no Goodbye. For simulators and tests.
+   */
+  public void kill() {
+    synchronized (lock) {
+      killed = true;
+      closed = true;
+      if (stream != null) {
+        stream.requests.cancel("process died", null);
+        stream = null;
+      }
+    }
+    ticker.cancel(false);
+    if (ownsExecutor) {
+      executor.shutdownNow();
+    }
+  }
+
+  private void tick() {
+    try {
+      synchronized (lock) {
+        if (closed) {
+          return;
+        }
+        long now = System.nanoTime();
+        Stream s = stream;
+        if (s != null && s.failed != null) {
+          onStreamLost(s, now);
+          s = null;
+        }
+        if (s == null) {
+          if (now >= nextConnectAtNanos) {
+            connect(now);
+          }
+          return;
+        }
+        if (!s.welcomed) {
+          if (now - s.openedAtNanos > settings.helloTimeout().toNanos()) {
+            s.requests.cancel("no Welcome within " + settings.helloTimeout(), null);
+            onStreamLost(s, now);
+          }
+          return;
+        }
+        if (s.requests.isReady()) {
+          announceGroups(s);
+          DumpRequest dump;
+          while ((dump = dumpRequests.poll()) != null) {
+            s.send(RankMessage.newBuilder().setDumpReply(snapshot(dump.getRequestId())).build());
+          }
+          drainEvents(s);
+          shipDeltas(s, Long.MAX_VALUE);
+        }
+        if (now - lastHeartbeatNanos >= settings.heartbeatInterval().toNanos()) {
+          lastHeartbeatNanos = now;
+          s.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder().setSentAtNs(clockNanos.getAsLong())
+              .addAllProgress(recorder.progress()).setDroppedRecords(droppedRecords)).build());
+        }
+      }
+    } catch (RuntimeException e) {
+      // A failing tick must never kill the periodic task: the stream is dropped and reconnected instead.
+      log.warn("rank {}: reporter tick failed, reconnecting: {}", identity.getGlobalRank(), e.toString());
+      synchronized (lock) {
+        if (stream != null) {
+          stream.requests.cancel("reporter error", e);
+          onStreamLost(stream, System.nanoTime());
+        }
+      }
+    }
+  }
+
+  private void connect(long now) {
+    Stream s = new Stream(now);
+    stream = s;
+    stub.connect(s);
+    // The whole ring window is sent again on every new stream.
+    long next = recorder.nextRecordId();
+    long oldest = Math.max(0, next - recorder.capacity());
+    // Records never shipped and already overwritten are lost; count them before rewinding.
+    if (newCursor < oldest) {
+      droppedRecords += oldest - newCursor;
+    }
+    newCursor = oldest;
+    openCount = 0;
+    announcedGroups = recorder.processGroupCount();
+    shippedStacks.clear();
+    s.send(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(identity)
+        .addAllProcessGroups(recorder.processGroups()).setRingCapacity(recorder.capacity())
+        .setDroppedRecords(droppedRecords)).build());
+  }
+
+  private void onStreamLost(Stream s, long now) {
+    if (stream == s) {
+      stream = null;
+    }
+    backoffNanos = backoffNanos == 0
+        ? settings.initialBackoff().toNanos()
+        : Math.min(settings.maxBackoff().toNanos(), backoffNanos * 2);
+    // Jitter of +-20% keeps thousands of ranks from reconnecting in lockstep after a daemon restart.
+    long jitter = (long) (backoffNanos * (ThreadLocalRandom.current().nextDouble(0.4) - 0.2));
+    nextConnectAtNanos = now + backoffNanos + jitter;
+    log.debug("rank {}: stream to daemon lost ({}), retrying in {} ms", identity.getGlobalRank(), s.failed,
+        (backoffNanos + jitter) / 1_000_000);
+  }
+
+  private void announceGroups(Stream s) {
+    int count = recorder.processGroupCount();
+    if (count > announcedGroups) {
+      ProcessGroupUpdate.Builder update = ProcessGroupUpdate.newBuilder();
+      update.addAllProcessGroups(recorder.processGroups().subList(announcedGroups, count));
+      s.send(RankMessage.newBuilder().setProcessGroups(update).build());
+      announcedGroups = count;
+    }
+  }
+
+  private void drainEvents(Stream s) {
+    RankEvent event;
+    while ((event = events.poll()) != null) {
+      s.send(RankMessage.newBuilder().setEvent(event).build());
+    }
+  }
+
+  /** Ships every record that is new or changed state since it was last shipped on this stream. */
+  private void shipDeltas(Stream s, long deadlineNanos) {
+    RecordBatch.Builder batch = RecordBatch.newBuilder();
+    // Records still in flight: ship again when their state moved on, forget once completed or overwritten.
+    int kept = 0;
+    for (int i = 0; i < openCount; i++) {
+      long id = open[i];
+      byte shippedState = (byte) (id >>> 56);
+      long recordId = id & 0x00ff_ffff_ffff_ffffL;
+      if (!recorder.read(recordId, view)) {
+        continue;
+      }
+      if (view.state != shippedState) {
+        addRecord(batch, s);
+        flushIfFull(batch, s);
+      }
+      if (view.state != RecordRing.COMPLETED) {
+        open[kept++] = ((long) view.state << 56) | recordId;
+      }
+    }
+    openCount = kept;
+    long next = recorder.nextRecordId();
+    long oldest = Math.max(0, next - recorder.capacity());
+    if (newCursor < oldest) {
+      droppedRecords += oldest - newCursor;
+      newCursor = oldest;
+    }
+    for (; newCursor < next; newCursor++) {
+      if (System.nanoTime() > deadlineNanos) {
+        break;
+      }
+      if (!recorder.read(newCursor, view)) {
+        continue;
+      }
+      addRecord(batch, s);
+      flushIfFull(batch, s);
+      if (view.state != RecordRing.COMPLETED) {
+        if (openCount == open.length) {
+          open = java.util.Arrays.copyOf(open, open.length * 2);
+        }
+        open[openCount++] = ((long) view.state << 56) | newCursor;
+      }
+    }
+    if (batch.getRecordsCount() > 0) {
+      s.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
+    }
+  }
+
+  private void addRecord(RecordBatch.Builder batch, Stream s) {
+    CollectiveRecord record = recorder.toProto(view);
+    if (record.getFrameIdsCount() > 0) {
+      int stackId = FlightRecorder.stackOfFrame(record.getFrameIds(0));
+      if (!shippedStacks.get(stackId)) {
+        shippedStacks.set(stackId);
+        for (int frameId : recorder.frameIdsOfStack(stackId)) {
+          batch.addFrames(InternedFrame.newBuilder().setId(frameId).setFrame(recorder.frame(frameId)));
+        }
+      }
+    }
+    batch.addRecords(record);
+  }
+
+  private void flushIfFull(RecordBatch.Builder batch, Stream s) {
+    if (batch.getRecordsCount() >= settings.maxBatchRecords()) {
+      s.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
+      batch.clear();
+    }
+  }
+
+  private DumpReply snapshot(long requestId) {
+    DumpReply.Builder reply = DumpReply.newBuilder().setRequestId(requestId);
+    BitSet stacks = new BitSet();
+    long next = recorder.nextRecordId();
+    for (long id = Math.max(0, next - recorder.capacity()); id < next; id++) {
+      if (!recorder.read(id, view)) {
+        continue;
+      }
+      CollectiveRecord record = recorder.toProto(view);
+      if (record.getFrameIdsCount() > 0) {
+        int stackId = FlightRecorder.stackOfFrame(record.getFrameIds(0));
+        if (!stacks.get(stackId)) {
+          stacks.set(stackId);
+          for (int frameId : recorder.frameIdsOfStack(stackId)) {
+            reply.addFrames(InternedFrame.newBuilder().setId(frameId).setFrame(recorder.frame(frameId)));
+          }
+        }
+      }
+      reply.addRecords(record);
+    }
+    return reply.addAllProgress(recorder.progress()).setDroppedRecords(droppedRecords).build();
+  }
+
+  /** One Collector.Connect call; callbacks only flag state, the tick acts on it. */
+  private final class Stream implements ClientResponseObserver<RankMessage, DaemonMessage> {
+    final long openedAtNanos;
+    volatile ClientCallStreamObserver<RankMessage> requests;
+    volatile boolean welcomed;
+    volatile Status failed;
+
+    Stream(long openedAtNanos) {
+      this.openedAtNanos = openedAtNanos;
+    }
+
+    @Override
+    public void beforeStart(ClientCallStreamObserver<RankMessage> requestStream) {
+      this.requests = requestStream;
+    }
+
+    void send(RankMessage message) {
+      if (failed == null) {
+        requests.onNext(message);
+      }
+    }
+
+    @Override
+    public void onNext(DaemonMessage message) {
+      switch (message.getBodyCase()) {
+        case WELCOME -> {
+          welcomed = true;
+          synchronized (lock) {
+            backoffNanos = 0;
+            connects++;
+          }
+          log.debug("rank {}: welcomed by daemon, session {}", identity.getGlobalRank(),
+              message.getWelcome().getSessionId());
+        }
+        case DUMP_REQUEST -> {
+          dumpRequests.add(message.getDumpRequest());
+          executor.execute(Reporter.this::tick);
+        }
+        default -> { }
+      }
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      failed = Status.fromThrowable(t);
+    }
+
+    @Override
+    public void onCompleted() {
+      failed = Status.UNAVAILABLE.withDescription("daemon closed the stream");
+    }
+  }
+
+  /** Builds a {@link Reporter}; settings default to {@link ReporterSettings#defaults()}. */
+  public static final class Builder {
+    private final FlightRecorder recorder;
+    private final RankIdentity identity;
+    private final Channel channel;
+    private ReporterSettings settings = ReporterSettings.defaults();
+    private ScheduledExecutorService executor;
+    private LongSupplier clockNanos = FlightRecorder::epochNanos;
+
+    private Builder(FlightRecorder recorder, RankIdentity identity, Channel channel) {
+      this.recorder = Objects.requireNonNull(recorder, "recorder");
+      this.identity = Objects.requireNonNull(identity, "identity");
+      this.channel = Objects.requireNonNull(channel, "channel");
+    }
+
+    public Builder settings(ReporterSettings settings) {
+      this.settings = Objects.requireNonNull(settings, "settings");
+      return this;
+    }
+
+    /** Share one executor between many reporters (as the simulator does); the caller then owns it. */
+    public Builder executor(ScheduledExecutorService executor) {
+      this.executor = Objects.requireNonNull(executor, "executor");
+      return this;
+    }
+
+    public Builder clock(LongSupplier epochNanos) {
+      this.clockNanos = Objects.requireNonNull(epochNanos, "epochNanos");
+      return this;
+    }
+
+    /** Starts the reporter: it connects in the background and keeps reconnecting until closed. */
+    public Reporter start() {
+      return new Reporter(this);
+    }
+  }
+
+  static Duration positive(Duration d, String name) {
+    Objects.requireNonNull(d, name);
+    if (d.isNegative() || d.isZero()) {
+      throw new IllegalArgumentException(name + " must be positive, got " + d);
+    }
+    return d;
+  }
+}

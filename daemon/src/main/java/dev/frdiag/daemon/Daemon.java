@@ -1,0 +1,138 @@
+package dev.frdiag.daemon;
+
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.daemon.watchdog.Investigator;
+import dev.frdiag.daemon.watchdog.Watchdog;
+import dev.frdiag.daemon.wire.CollectorService;
+import dev.frdiag.daemon.wire.DiagnosisService;
+import dev.frdiag.proto.v1.CollectorConfig;
+import io.grpc.Server;
+import io.grpc.netty.NettyServerBuilder;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.time.Instant;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The frdiag daemon: gRPC server, job registry, watchdog and report store in one embeddable object.
+ * {@link #start} binds; {@link #close} stops everything and is idempotent.
+ */
+public final class Daemon implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Daemon.class);
+
+  private final DaemonSettings settings;
+  private final JobRegistry registry;
+  private final ReportStore store;
+  private final Investigator investigator;
+  private final Watchdog watchdog;
+  private final ExecutorService analysisExecutor;
+  private final Server server;
+  private final Object lock = new Object();
+  private boolean started;
+  private boolean closed;
+
+  public Daemon(DaemonSettings settings) {
+    this.settings = settings;
+    this.registry = new JobRegistry(settings.window());
+    this.store = new ReportStore(settings.dataDir());
+    this.analysisExecutor = Executors.newFixedThreadPool(2, daemonThreads("frdiag-analysis"));
+    this.investigator = new Investigator(store, analysisExecutor, Instant::now, settings.stallTimeout());
+    ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(daemonThreads("frdiag-watchdog"));
+    this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
+    CollectorConfig config = CollectorConfig.newBuilder()
+        .setHeartbeatIntervalMs(settings.heartbeatInterval().toMillis()).build();
+    this.server = NettyServerBuilder.forAddress(new InetSocketAddress(settings.bindAddress(), settings.port()))
+        .maxInboundMessageSize(settings.maxMessageBytes())
+        // Ranks keep streams open for the job's lifetime; allow their keepalive pings.
+        .permitKeepAliveTime(10, TimeUnit.SECONDS)
+        .permitKeepAliveWithoutCalls(true)
+        .addService(new CollectorService(registry, investigator, config, System::nanoTime,
+            System::currentTimeMillis))
+        .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline()))
+        .build();
+  }
+
+  /**
+   * Binds the port and starts the watchdog.
+   *
+   * @throws UncheckedIOException when the port cannot be bound
+   */
+  public Daemon start() {
+    synchronized (lock) {
+      if (started) {
+        return this;
+      }
+      try {
+        server.start();
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot listen on " + settings.bindAddress() + ":" + settings.port()
+            + ": " + e.getMessage(), e);
+      }
+      watchdog.start();
+      started = true;
+    }
+    log.info("frdiag daemon listening on {}:{} data-dir={} stall-timeout={}s", settings.bindAddress(), port(),
+        settings.dataDir().toAbsolutePath(), settings.stallTimeout().toMillis() / 1000.0);
+    return this;
+  }
+
+  /** The bound port (the real one when started with port 0). */
+  public int port() {
+    return server.getPort();
+  }
+
+  public DaemonSettings settings() {
+    return settings;
+  }
+
+  public ReportStore store() {
+    return store;
+  }
+
+  public JobRegistry registry() {
+    return registry;
+  }
+
+  public Watchdog watchdog() {
+    return watchdog;
+  }
+
+  /** Stops intake, lets calls in flight finish for up to 5 s, then forces everything down. */
+  @Override
+  public void close() {
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    watchdog.close();
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(5, TimeUnit.SECONDS)) {
+        server.shutdownNow();
+        server.awaitTermination(2, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      server.shutdownNow();
+      Thread.currentThread().interrupt();
+    }
+    analysisExecutor.shutdownNow();
+    log.info("frdiag daemon stopped");
+  }
+
+  private static java.util.concurrent.ThreadFactory daemonThreads(String name) {
+    return r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    };
+  }
+}

@@ -1,0 +1,143 @@
+package dev.frdiag.daemon;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How a daemon runs. Build with {@link #builder()}; every value is validated.
+ *
+ * @param bindAddress address to listen on (default 127.0.0.1; use 0.0.0.0 to serve a cluster)
+ * @param port TCP port (default 50551; 0 picks a free one)
+ * @param dataDir where reports are stored (default ./frdiag-data)
+ * @param stallTimeout how long a process group with outstanding work may make no progress before an
+ *     incident opens (default 30 s)
+ * @param heartbeatTimeout how long a rank may stay silent before it counts as lost (default 15 s)
+ * @param lostGrace how long after a rank is lost the incident opens, so the hang it causes is visible
+ *     (default: the stall timeout)
+ * @param snapshotDeadline how long an incident waits for rank snapshots (default 5 s)
+ * @param heartbeatInterval the interval ranks are asked to heartbeat at (default 1 s)
+ * @param maxMessageBytes largest message a rank may send (default 4 MiB)
+ * @param window records kept in memory per rank between snapshots (default 512)
+ */
+public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
+    Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
+    int maxMessageBytes, int window) {
+
+  public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
+  public static final int DEFAULT_PORT = 50551;
+  public static final Path DEFAULT_DATA_DIR = Path.of("frdiag-data");
+  public static final Duration DEFAULT_STALL_TIMEOUT = Duration.ofSeconds(30);
+  public static final Duration DEFAULT_HEARTBEAT_TIMEOUT = Duration.ofSeconds(15);
+  public static final Duration DEFAULT_SNAPSHOT_DEADLINE = Duration.ofSeconds(5);
+  public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(1);
+  public static final int DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+  public static final int DEFAULT_WINDOW = 512;
+
+  public DaemonSettings {
+    Objects.requireNonNull(bindAddress, "bindAddress");
+    Objects.requireNonNull(dataDir, "dataDir");
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException("port must be within 0..65535, got " + port);
+    }
+    positive(stallTimeout, "stallTimeout");
+    positive(heartbeatTimeout, "heartbeatTimeout");
+    positive(lostGrace, "lostGrace");
+    positive(snapshotDeadline, "snapshotDeadline");
+    positive(heartbeatInterval, "heartbeatInterval");
+    if (maxMessageBytes < 64 * 1024) {
+      throw new IllegalArgumentException("maxMessageBytes must be at least 64 KiB, got " + maxMessageBytes);
+    }
+    if (window < 1) {
+      throw new IllegalArgumentException("window must be at least 1, got " + window);
+    }
+  }
+
+  /** How often the watchdog looks: often enough to react within a fraction of the stall timeout. */
+  public Duration checkInterval() {
+    Duration quarter = stallTimeout.dividedBy(4);
+    return quarter.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
+        : quarter.compareTo(Duration.ofMillis(50)) < 0 ? Duration.ofMillis(50) : quarter;
+  }
+
+  private static void positive(Duration d, String name) {
+    Objects.requireNonNull(d, name);
+    if (d.isNegative() || d.isZero()) {
+      throw new IllegalArgumentException(name + " must be positive, got " + d);
+    }
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Builder for {@link DaemonSettings}, starting from the documented defaults. */
+  public static final class Builder {
+    private String bindAddress = DEFAULT_BIND_ADDRESS;
+    private int port = DEFAULT_PORT;
+    private Path dataDir = DEFAULT_DATA_DIR;
+    private Duration stallTimeout = DEFAULT_STALL_TIMEOUT;
+    private Duration heartbeatTimeout = DEFAULT_HEARTBEAT_TIMEOUT;
+    private Duration lostGrace;
+    private Duration snapshotDeadline = DEFAULT_SNAPSHOT_DEADLINE;
+    private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
+    private int maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
+    private int window = DEFAULT_WINDOW;
+
+    public Builder bindAddress(String v) {
+      bindAddress = v;
+      return this;
+    }
+
+    public Builder port(int v) {
+      port = v;
+      return this;
+    }
+
+    public Builder dataDir(Path v) {
+      dataDir = v;
+      return this;
+    }
+
+    public Builder stallTimeout(Duration v) {
+      stallTimeout = v;
+      return this;
+    }
+
+    public Builder heartbeatTimeout(Duration v) {
+      heartbeatTimeout = v;
+      return this;
+    }
+
+    public Builder lostGrace(Duration v) {
+      lostGrace = v;
+      return this;
+    }
+
+    public Builder snapshotDeadline(Duration v) {
+      snapshotDeadline = v;
+      return this;
+    }
+
+    public Builder heartbeatInterval(Duration v) {
+      heartbeatInterval = v;
+      return this;
+    }
+
+    public Builder maxMessageBytes(int v) {
+      maxMessageBytes = v;
+      return this;
+    }
+
+    public Builder window(int v) {
+      window = v;
+      return this;
+    }
+
+    public DaemonSettings build() {
+      return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
+          lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
+          window);
+    }
+  }
+}

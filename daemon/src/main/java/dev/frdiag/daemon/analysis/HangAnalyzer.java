@@ -1,0 +1,748 @@
+package dev.frdiag.daemon.analysis;
+
+import dev.frdiag.proto.CommsId;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.proto.v1.Verdict;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+/**
+ * Finds which rank diverged, on which collective, and why, from every rank's evidence.
+ *
+ * <p>A pure function: no I/O, no clock; the same evidence in any rank order gives the same diagnosis.
+ * Collectives are matched across ranks by (process group identity, collective_seq) and P2P ops by
+ * (process group identity, p2p_seq), never by record id. Each stuck collective's members are classified
+ * (completed, waiting, issued-not-started, not issued, unknown); a member that is missing because it is
+ * itself stuck in an earlier collective points to that collective, so only root causes name culprits and
+ * the waits they cause are listed as consequences.
+ */
+public final class HangAnalyzer {
+
+  private HangAnalyzer() {}
+
+  /** Analyses {@code job}. */
+  public static Diagnosis analyze(JobEvidence job) {
+    return new Run(job).diagnose();
+  }
+
+  /** Where one member is relative to one collective. */
+  enum MemberState { DONE, WAITING, ISSUED, NOT_ISSUED, UNKNOWN }
+
+  /** Causes a root collective can have, in the order one is preferred as the verdict. */
+  private enum Cause {
+    MISMATCH(Symptom.MISMATCH),
+    DEAD(Symptom.DEAD_RANK),
+    DEVICE_ERROR(Symptom.GPU_STALL),
+    CPU(Symptom.CPU_STALL),
+    GPU(Symptom.GPU_STALL),
+    WATCHDOG(Symptom.WATCHDOG_STUCK),
+    FABRIC(Symptom.FABRIC);
+
+    final Symptom symptom;
+
+    Cause(Symptom symptom) {
+      this.symptom = symptom;
+    }
+  }
+
+  /** One stuck operation being analysed. */
+  private static final class Node {
+    final GroupKey group;
+    final long seq;
+    final boolean p2p;
+    final Map<Integer, MemberState> states = new TreeMap<>();
+    final Map<Cause, Set<Integer>> suspects = new EnumMap<>(Cause.class);
+    final Set<String> blockedBy = new TreeSet<>();
+    final List<Evidence> evidence = new ArrayList<>();
+    CollectiveRecord sample;
+    long firstCreatedNs = Long.MAX_VALUE;
+    boolean allIssuedNoneStarted;
+
+    Node(GroupKey group, long seq, boolean p2p) {
+      this.group = group;
+      this.seq = seq;
+      this.p2p = p2p;
+    }
+
+    String id() {
+      return group.name() + "|" + group.members() + "|" + p2p + "|" + seq;
+    }
+
+    boolean isRoot() {
+      return !suspects.isEmpty();
+    }
+
+    void suspect(Cause cause, int rank) {
+      suspects.computeIfAbsent(cause, c -> new TreeSet<>()).add(rank);
+    }
+
+    List<Integer> in(MemberState s) {
+      return states.entrySet().stream().filter(e -> e.getValue() == s).map(Map.Entry::getKey).toList();
+    }
+  }
+
+  private static final class Run {
+    final JobEvidence job;
+    final Map<Integer, RankIndex> ranks = new TreeMap<>();
+    final Map<GroupKey, ProcessGroup> groups = new TreeMap<>();
+    final Map<String, Node> nodes = new LinkedHashMap<>();
+    final List<Evidence> jobEvidence = new ArrayList<>();
+
+    Run(JobEvidence job) {
+      this.job = job;
+      for (RankEvidence e : job.ranks()) {
+        RankIndex index = new RankIndex(e);
+        ranks.put(e.rank(), index);
+        for (ProcessGroup g : e.groups()) {
+          groups.putIfAbsent(GroupKey.of(g), g);
+        }
+      }
+    }
+
+    Diagnosis diagnose() {
+      for (GroupKey g : groups.keySet()) {
+        findStuck(g);
+      }
+      // Resolving a node can add the nodes its members are blocked in; iterate until none are added.
+      List<Node> pending = new ArrayList<>(nodes.values());
+      while (!pending.isEmpty()) {
+        List<Node> next = new ArrayList<>();
+        for (Node n : pending) {
+          int before = nodes.size();
+          classify(n);
+          if (nodes.size() > before) {
+            next.addAll(new ArrayList<>(nodes.values()).subList(before, nodes.size()));
+          }
+        }
+        pending = next;
+      }
+      List<Evidence> mismatches = checkSignatures();
+      addRankEvents();
+      return verdict(mismatches);
+    }
+
+    // ---- finding stuck operations ----
+
+    private void findStuck(GroupKey g) {
+      long firstCollective = Long.MAX_VALUE;
+      long firstP2p = Long.MAX_VALUE;
+      long lastProgress = 0;
+      for (int member : g.members()) {
+        RankIndex r = ranks.get(member);
+        RankIndex.Track t = r == null ? null : r.tracks.get(g);
+        if (t == null) {
+          continue;
+        }
+        lastProgress = Math.max(lastProgress, Math.max(t.lastProgressNs, t.lastCompletionNs));
+        firstCollective = Math.min(firstCollective, firstOutstanding(t.collectives, t.enqueued, t.completed));
+        firstP2p = Math.min(firstP2p, firstOutstanding(t.p2p, t.p2pEnqueued, t.p2pCompleted));
+      }
+      if (!job.offline() && job.observedAtNs() - lastProgress < job.stallThreshold().toNanos()) {
+        return;
+      }
+      if (firstCollective != Long.MAX_VALUE) {
+        addIfStalled(g, firstCollective, false);
+      }
+      if (firstP2p != Long.MAX_VALUE) {
+        addIfStalled(g, firstP2p, true);
+      }
+    }
+
+    private static long firstOutstanding(TreeMap<Long, List<CollectiveRecord>> bySeq, long enqueued,
+        long completed) {
+      for (Map.Entry<Long, List<CollectiveRecord>> e : bySeq.entrySet()) {
+        if (e.getKey() > completed && !allCompleted(e.getValue())) {
+          return e.getKey();
+        }
+      }
+      // Issued but no longer (or never) in the ring: progress alone says it is outstanding.
+      return enqueued > completed && !bySeq.containsKey(completed + 1) ? completed + 1 : Long.MAX_VALUE;
+    }
+
+    private void addIfStalled(GroupKey g, long seq, boolean p2p) {
+      Node n = node(g, seq, p2p);
+      if (!job.offline() && n.firstCreatedNs != Long.MAX_VALUE
+          && job.observedAtNs() - n.firstCreatedNs < job.stallThreshold().toNanos()) {
+        nodes.remove(n.id());
+      }
+    }
+
+    private Node node(GroupKey g, long seq, boolean p2p) {
+      Node probe = new Node(g, seq, p2p);
+      Node existing = nodes.get(probe.id());
+      if (existing != null) {
+        return existing;
+      }
+      nodes.put(probe.id(), probe);
+      for (int member : g.members()) {
+        MemberState s = stateOf(member, g, seq, p2p);
+        probe.states.put(member, s);
+        List<CollectiveRecord> recs = recordsOf(member, g, seq, p2p);
+        for (CollectiveRecord r : recs) {
+          if (probe.sample == null || r.getCommsId() != 0 && probe.sample.getCommsId() == 0) {
+            probe.sample = r;
+          }
+          if (r.getState() != CollectiveState.COMPLETED) {
+            probe.firstCreatedNs = Math.min(probe.firstCreatedNs, r.getTimeCreatedNs());
+          }
+        }
+      }
+      return probe;
+    }
+
+    private List<CollectiveRecord> recordsOf(int rank, GroupKey g, long seq, boolean p2p) {
+      RankIndex r = ranks.get(rank);
+      RankIndex.Track t = r == null ? null : r.tracks.get(g);
+      if (t == null) {
+        return List.of();
+      }
+      List<CollectiveRecord> recs = (p2p ? t.p2p : t.collectives).get(seq);
+      return recs == null ? List.of() : recs;
+    }
+
+    private MemberState stateOf(int rank, GroupKey g, long seq, boolean p2p) {
+      RankIndex r = ranks.get(rank);
+      if (r == null || r.evidence.isEmpty() && !r.evidence.answered()) {
+        return MemberState.UNKNOWN;
+      }
+      RankIndex.Track t = r.tracks.get(g);
+      if (t == null) {
+        return r.evidence.isEmpty() ? MemberState.UNKNOWN : MemberState.NOT_ISSUED;
+      }
+      List<CollectiveRecord> recs = (p2p ? t.p2p : t.collectives).get(seq);
+      long completed = p2p ? t.p2pCompleted : t.completed;
+      long enqueued = p2p ? t.p2pEnqueued : t.enqueued;
+      if (recs != null) {
+        CollectiveState least = CollectiveState.COMPLETED;
+        for (CollectiveRecord rec : recs) {
+          if (rec.getStateValue() < least.getNumber()) {
+            least = rec.getState();
+          }
+        }
+        return switch (least) {
+          case COMPLETED -> MemberState.DONE;
+          case STARTED -> MemberState.WAITING;
+          default -> completed >= seq ? MemberState.DONE : MemberState.ISSUED;
+        };
+      }
+      long oldestHeld = p2p ? t.oldestHeldP2p : t.oldestHeld;
+      if (completed >= seq || seq < oldestHeld && enqueued >= seq && oldestHeld != Long.MAX_VALUE) {
+        return MemberState.DONE;
+      }
+      if (enqueued >= seq) {
+        return !p2p && t.started >= seq ? MemberState.WAITING : MemberState.ISSUED;
+      }
+      return MemberState.NOT_ISSUED;
+    }
+
+    // ---- classifying members of a stuck operation ----
+
+    private void classify(Node n) {
+      List<Integer> waiting = n.in(MemberState.WAITING);
+      List<Integer> done = n.in(MemberState.DONE);
+      boolean peersAhead = !waiting.isEmpty() || !done.isEmpty();
+      for (Map.Entry<Integer, MemberState> e : n.states.entrySet()) {
+        int rank = e.getKey();
+        MemberState s = e.getValue();
+        RankIndex r = ranks.get(rank);
+        if (s == MemberState.DONE || s == MemberState.WAITING) {
+          continue;
+        }
+        if (r != null && r.evidence.liveness() == Liveness.LOST) {
+          n.suspect(Cause.DEAD, rank);
+          continue;
+        }
+        if (s == MemberState.UNKNOWN) {
+          n.suspect(Cause.DEAD, rank);
+          continue;
+        }
+        CollectiveRecord blocking = r.oldestIncomplete;
+        boolean blockedHere = blocking != null && sameOp(r, blocking, n);
+        if (blocking != null && !blockedHere && isEarlier(r, blocking, n)) {
+          Node other = nodeOf(r, blocking);
+          if (other != null) {
+            n.blockedBy.add(label(other));
+            continue;
+          }
+        }
+        if (s == MemberState.NOT_ISSUED) {
+          n.suspect(Cause.CPU, rank);
+        } else if (r.recordsStarts ? peersAhead : !done.isEmpty()) {
+          // Issued, and its device never ran it while peers' devices did (or, without start events,
+          // while peers completed it).
+          n.suspect(hasDeviceError(r) ? Cause.DEVICE_ERROR : Cause.GPU, rank);
+        }
+      }
+      int members = n.states.size();
+      if (n.suspects.isEmpty() && n.blockedBy.isEmpty()) {
+        if (waiting.size() == members) {
+          n.suspects.put(Cause.FABRIC, new TreeSet<>());
+        } else if (waiting.size() + n.in(MemberState.ISSUED).size() == members) {
+          n.allIssuedNoneStarted = true;
+        }
+      }
+    }
+
+    private boolean sameOp(RankIndex r, CollectiveRecord rec, Node n) {
+      GroupKey g = r.groupsByName.get(rec.getProcessGroup());
+      return n.group.equals(g) && n.p2p == rec.getIsP2P()
+          && n.seq == (rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq());
+    }
+
+    /** True when the rank issued {@code blocking} before it would have reached {@code n}. */
+    private boolean isEarlier(RankIndex r, CollectiveRecord blocking, Node n) {
+      List<CollectiveRecord> here = recordsOf(r.rank(), n.group, n.seq, n.p2p);
+      return here.isEmpty() || RankIndex.isBefore(blocking, here.get(0));
+    }
+
+    private Node nodeOf(RankIndex r, CollectiveRecord rec) {
+      GroupKey g = r.groupsByName.get(rec.getProcessGroup());
+      if (g == null) {
+        return null;
+      }
+      return node(g, rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq(), rec.getIsP2P());
+    }
+
+    private static boolean hasDeviceError(RankIndex r) {
+      return r.evidence.events().stream().anyMatch(e -> e.getKind() == RankEvent.Kind.CUDA_ERROR);
+    }
+
+    // ---- program bugs: members disagreeing on what an operation is ----
+
+    private List<Evidence> checkSignatures() {
+      List<Evidence> found = new ArrayList<>();
+      for (GroupKey g : groups.keySet()) {
+        if (nodes.values().stream().noneMatch(n -> n.group.equals(g))) {
+          continue;
+        }
+        Map<Long, Map<Integer, String>> bySeq = new TreeMap<>();
+        for (int member : g.members()) {
+          RankIndex r = ranks.get(member);
+          RankIndex.Track t = r == null ? null : r.tracks.get(g);
+          if (t == null) {
+            continue;
+          }
+          for (Map.Entry<Long, List<CollectiveRecord>> e : t.collectives.entrySet()) {
+            bySeq.computeIfAbsent(e.getKey(), s -> new TreeMap<>()).put(member, signature(e.getValue()));
+          }
+        }
+        for (Map.Entry<Long, Map<Integer, String>> e : bySeq.entrySet()) {
+          Map<Integer, String> sigs = e.getValue();
+          if (sigs.size() < 2 || sigs.values().stream().distinct().count() == 1) {
+            continue;
+          }
+          List<Integer> culprits = minority(g, e.getKey(), sigs);
+          Node n = node(g, e.getKey(), false);
+          for (int c : culprits) {
+            n.suspect(Cause.MISMATCH, c);
+          }
+          String expected = sigs.entrySet().stream().filter(x -> !culprits.contains(x.getKey()))
+              .map(Map.Entry::getValue).findFirst().orElse("?");
+          List<Integer> others = sigs.keySet().stream().filter(x -> !culprits.contains(x)).toList();
+          String detail = culprits.stream()
+              .map(c -> "rank " + c + " issued " + sigs.get(c)).collect(Collectors.joining("; "))
+              + " where ranks " + others + " issued " + expected + " (" + g.name() + " seq " + e.getKey() + ")";
+          found.add(new Evidence("signature_mismatch", culprits, detail));
+          break;
+        }
+      }
+      return found;
+    }
+
+    /**
+     * The members whose signature is the odd one out: the minority when there is a majority; with a tie
+     * (two-member groups), the members whose signature also differs from what they issued for the same op
+     * earlier in the group.
+     */
+    private List<Integer> minority(GroupKey g, long seq, Map<Integer, String> sigs) {
+      Map<String, List<Integer>> bySig = new TreeMap<>();
+      sigs.forEach((rank, sig) -> bySig.computeIfAbsent(sig, s -> new ArrayList<>()).add(rank));
+      int max = bySig.values().stream().mapToInt(List::size).max().orElse(0);
+      List<List<Integer>> majorities = bySig.values().stream().filter(l -> l.size() == max).toList();
+      if (majorities.size() == 1) {
+        return sigs.keySet().stream().filter(r -> !majorities.get(0).contains(r)).sorted().toList();
+      }
+      List<Integer> changed = new ArrayList<>();
+      for (Map.Entry<Integer, String> e : sigs.entrySet()) {
+        RankIndex.Track t = ranks.get(e.getKey()).tracks.get(g);
+        Map.Entry<Long, List<CollectiveRecord>> prev = t.collectives.lowerEntry(seq);
+        String op = opOf(e.getValue());
+        while (prev != null && !opOf(signature(prev.getValue())).equals(op)) {
+          prev = t.collectives.lowerEntry(prev.getKey());
+        }
+        if (prev != null && !signature(prev.getValue()).equals(e.getValue())) {
+          changed.add(e.getKey());
+        }
+      }
+      return changed.isEmpty() || changed.size() == sigs.size() ? sigs.keySet().stream().sorted().toList()
+          : changed;
+    }
+
+    private static String opOf(String signature) {
+      int paren = signature.indexOf('(');
+      return paren < 0 ? signature : signature.substring(0, paren);
+    }
+
+    private static String signature(List<CollectiveRecord> recs) {
+      StringBuilder sb = new StringBuilder();
+      for (CollectiveRecord r : recs) {
+        if (sb.length() > 0) {
+          sb.append(" + ");
+        }
+        sb.append(r.getOp()).append("(in=").append(shapes(r.getInputSizesList()))
+            .append(' ').append(r.getInputDtypesList())
+            .append(", out=").append(shapes(r.getOutputSizesList()))
+            .append(' ').append(r.getOutputDtypesList()).append(')');
+      }
+      return sb.toString();
+    }
+
+    static String shapes(List<dev.frdiag.proto.v1.Shape> shapes) {
+      return shapes.stream().map(s -> s.getDimsList().toString()).collect(Collectors.joining(",", "[", "]"));
+    }
+
+    private void addRankEvents() {
+      Map<String, List<Integer>> byKind = new TreeMap<>();
+      for (RankIndex r : ranks.values()) {
+        for (RankEvent e : r.evidence.events()) {
+          byKind.computeIfAbsent(e.getKind().name(), k -> new ArrayList<>()).add(r.rank());
+          if (e.getKind() == RankEvent.Kind.WATCHDOG_STUCK && r.oldestIncomplete == null) {
+            // A blocked watchdog with nothing outstanding on the device is the watchdog's own problem.
+            for (Node n : nodes.values()) {
+              if (n.states.containsKey(r.rank()) && n.states.get(r.rank()) != MemberState.DONE) {
+                n.suspect(Cause.WATCHDOG, r.rank());
+              }
+            }
+          }
+        }
+      }
+      byKind.forEach((kind, rs) -> jobEvidence.add(new Evidence("rank_event", rs,
+          "ranks " + compact(rs) + " reported " + kind.toLowerCase().replace('_', ' '))));
+    }
+
+    // ---- the verdict ----
+
+    private Diagnosis verdict(List<Evidence> mismatches) {
+      List<Node> roots = nodes.values().stream().filter(Node::isRoot)
+          .sorted(Comparator.comparingLong((Node n) -> n.firstCreatedNs).thenComparing(n -> n.group)
+              .thenComparingLong(n -> n.seq))
+          .toList();
+      List<Integer> lost = ranks.values().stream()
+          .filter(r -> r.evidence.liveness() == Liveness.LOST).map(RankIndex::rank).toList();
+      List<Integer> silent = new ArrayList<>();
+      for (int rank = 0; rank < job.worldSize(); rank++) {
+        RankIndex r = ranks.get(rank);
+        if (r == null || !r.evidence.answered() && r.evidence.liveness() != Liveness.LOST) {
+          silent.add(rank);
+        }
+      }
+      List<Evidence> evidence = new ArrayList<>();
+      if (roots.isEmpty()) {
+        if (nodes.isEmpty() && lost.isEmpty()) {
+          evidence.addAll(jobEvidence);
+          return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, 1.0, evidence,
+              "No hang: every process group with work is making progress.", "Nothing to do.");
+        }
+        if (nodes.isEmpty()) {
+          evidence.add(new Evidence("rank_lost", lost, "ranks " + compact(lost)
+              + " disconnected without saying goodbye; no collective is stuck yet"));
+          evidence.addAll(jobEvidence);
+          return diagnosis(Verdict.HANG, Symptom.DEAD_RANK, lost, null, 0.8, evidence,
+              "Rank" + plural(lost) + " " + compact(lost) + " died; the job will hang at its next collective.",
+              recommendation(Symptom.DEAD_RANK));
+        }
+        Node first = nodes.values().stream().min(Comparator.comparingLong((Node n) -> n.firstCreatedNs)
+            .thenComparing(n -> n.group).thenComparingLong(n -> n.seq)).orElseThrow();
+        evidence.addAll(describe(first));
+        evidence.addAll(jobEvidence);
+        String missing = first.allIssuedNoneStarted
+            ? "every member issued it and none completed, but the ranks do not record device start events, so a "
+                + "GPU stall cannot be told from a fabric fault: enable start events (TORCH_NCCL_ENABLE_TIMING=1) "
+                + "or add NCCL logs / InfiniBand counters"
+            : "the members that could explain it sent no usable evidence" + (silent.isEmpty() ? ""
+                : " (no snapshot from ranks " + compact(silent) + ")");
+        evidence.add(new Evidence("insufficient", List.of(), missing));
+        return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
+            "The job is stuck in " + label(first) + " but the evidence does not say why: " + missing + ".",
+            "Collect more evidence: " + missing + ".");
+      }
+      Cause cause = roots.stream().flatMap(n -> n.suspects.keySet().stream()).min(Comparator.naturalOrder())
+          .orElseThrow();
+      List<Node> causal = roots.stream().filter(n -> n.suspects.containsKey(cause)).toList();
+      Set<Integer> culprits = new TreeSet<>();
+      causal.forEach(n -> culprits.addAll(n.suspects.get(cause)));
+      Node primary = causal.get(0);
+      if (cause == Cause.MISMATCH) {
+        evidence.addAll(mismatches);
+      }
+      for (Node n : causal) {
+        evidence.addAll(describe(n));
+      }
+      for (Node n : roots) {
+        if (!causal.contains(n)) {
+          evidence.addAll(describe(n));
+        }
+      }
+      for (Node n : nodes.values()) {
+        if (!n.isRoot()) {
+          List<Integer> missing = new ArrayList<>(n.in(MemberState.NOT_ISSUED));
+          missing.addAll(n.in(MemberState.ISSUED));
+          evidence.add(new Evidence("cascade", missing, label(n) + " waits only because ranks "
+              + compact(missing) + " are stuck in " + String.join(", ", n.blockedBy) + " (a consequence)"));
+        }
+      }
+      if (!silent.isEmpty()) {
+        evidence.add(new Evidence("no_snapshot", silent, "no fresh snapshot from ranks " + compact(silent)));
+      }
+      evidence.addAll(jobEvidence);
+      List<Integer> culpritList = List.copyOf(culprits);
+      double confidence = confidence(cause, culpritList, primary);
+      return diagnosis(Verdict.HANG, cause.symptom, culpritList, primary, confidence, evidence,
+          headline(cause, culpritList, primary), recommendation(cause.symptom));
+    }
+
+    private double confidence(Cause cause, List<Integer> culprits, Node primary) {
+      return switch (cause) {
+        case MISMATCH -> culprits.size() < primary.states.size() ? 0.95 : 0.6;
+        case DEAD -> culprits.stream().allMatch(c -> ranks.get(c) != null
+            && ranks.get(c).evidence.liveness() == Liveness.LOST) ? 0.95 : 0.7;
+        case DEVICE_ERROR -> 0.95;
+        case CPU -> 0.9;
+        case GPU -> primary.in(MemberState.WAITING).isEmpty() ? 0.7 : 0.85;
+        case WATCHDOG -> 0.6;
+        case FABRIC -> 0.6;
+      };
+    }
+
+    private List<Evidence> describe(Node n) {
+      List<Evidence> out = new ArrayList<>();
+      String what = label(n);
+      List<Integer> notIssued = n.in(MemberState.NOT_ISSUED);
+      List<Integer> issued = n.in(MemberState.ISSUED);
+      List<Integer> waiting = n.in(MemberState.WAITING);
+      List<Integer> done = n.in(MemberState.DONE);
+      List<Integer> unknown = n.in(MemberState.UNKNOWN);
+      Set<Integer> dead = n.suspects.getOrDefault(Cause.DEAD, Set.of());
+      for (int rank : dead) {
+        RankIndex r = ranks.get(rank);
+        String why = r == null ? "sent no evidence at all"
+            : r.evidence.liveness() == Liveness.LOST ? "its stream ended without a goodbye (process or host gone)"
+            : "sent no snapshot" + (r.evidence.missingReason().isEmpty() ? "" : ": " + r.evidence.missingReason());
+        out.add(new Evidence("rank_lost", List.of(rank), "rank " + rank + " " + why + " while members of "
+            + what + " wait on it"));
+      }
+      List<Integer> cpu = new ArrayList<>(notIssued);
+      cpu.removeAll(dead);
+      if (!cpu.isEmpty()) {
+        out.add(new Evidence("not_issued", cpu, "ranks " + compact(cpu) + " never issued " + what
+            + lastIssued(cpu, n)));
+      }
+      List<Integer> gpu = new ArrayList<>(issued);
+      gpu.removeAll(dead);
+      if (!gpu.isEmpty()) {
+        boolean starts = gpu.stream().allMatch(r -> ranks.get(r).recordsStarts);
+        out.add(new Evidence(starts ? "not_started" : "completion_lag", gpu, "ranks " + compact(gpu)
+            + " issued " + what + " but " + (starts ? "their devices never started it" : "never completed it")
+            + (waiting.isEmpty() && done.isEmpty() ? ""
+                : " while ranks " + compact(union(waiting, done)) + (waiting.isEmpty() ? " completed it"
+                    : " started it"))));
+      }
+      if (!waiting.isEmpty()) {
+        String kind = n.suspects.containsKey(Cause.FABRIC) ? "all_started_none_completed" : "waiting";
+        out.add(new Evidence(kind, waiting, "ranks " + compact(waiting) + " started " + what
+            + " and wait for it to complete"
+            + (kind.equals("all_started_none_completed") ? ": every member started it and none completed" : "")));
+      }
+      if (n.allIssuedNoneStarted) {
+        out.add(new Evidence("all_issued_none_completed", union(issued, waiting),
+            "every member issued " + what + " and none completed it"));
+      }
+      if (!unknown.isEmpty() && dead.isEmpty()) {
+        out.add(new Evidence("no_snapshot", unknown, "no evidence from ranks " + compact(unknown)));
+      }
+      return out;
+    }
+
+    private String lastIssued(List<Integer> ranksNotIssued, Node n) {
+      if (ranksNotIssued.size() != 1) {
+        return "";
+      }
+      RankIndex r = ranks.get(ranksNotIssued.get(0));
+      RankIndex.Track t = r == null ? null : r.tracks.get(n.group);
+      if (t == null) {
+        return "";
+      }
+      long last = n.p2p ? t.p2pEnqueued : t.enqueued;
+      return last < 0 ? " (it issued nothing on " + n.group.name() + ")"
+          : " (its last issued on " + n.group.name() + " is seq " + last + ")";
+    }
+
+    private Diagnosis diagnosis(Verdict verdict, Symptom symptom, List<Integer> culprits, Node primary,
+        double confidence, List<Evidence> evidence, String headline, String recommendation) {
+      List<StuckCollective> stuck = nodes.values().stream()
+          .sorted(Comparator.comparing((Node n) -> !n.isRoot()).thenComparingLong(n -> n.firstCreatedNs)
+              .thenComparing(n -> n.group).thenComparingLong(n -> n.seq))
+          .map(n -> new StuckCollective(ref(n), n.isRoot(), n.in(MemberState.DONE), n.in(MemberState.WAITING),
+              n.in(MemberState.ISSUED), n.in(MemberState.NOT_ISSUED), n.in(MemberState.UNKNOWN),
+              List.copyOf(n.blockedBy)))
+          .toList();
+      List<String> hosts = culprits.stream().map(c -> ranks.get(c) == null ? "?" : ranks.get(c).evidence.host())
+          .distinct().sorted().toList();
+      List<Culprit> details = culprits.stream().map(c -> culprit(c, primary)).toList();
+      return new Diagnosis(verdict, symptom, culprits, hosts, primary == null ? null : ref(primary), confidence,
+          evidence, details, stuck, rankStates(), headline, recommendation);
+    }
+
+    private Culprit culprit(int rank, Node primary) {
+      RankIndex r = ranks.get(rank);
+      if (r == null) {
+        return new Culprit(rank, "?", 0, -1, "", List.of());
+      }
+      String last = r.newest == null ? "" : recordLabel(r.newest);
+      CollectiveRecord at = primary == null ? null
+          : recordsOf(rank, primary.group, primary.seq, primary.p2p).stream().findFirst().orElse(null);
+      CollectiveRecord withStack = at != null && at.getFrameIdsCount() > 0 ? at
+          : r.oldestIncomplete != null && r.oldestIncomplete.getFrameIdsCount() > 0 ? r.oldestIncomplete
+          : r.newest;
+      List<String> stack = new ArrayList<>();
+      if (withStack != null) {
+        for (int id : withStack.getFrameIdsList()) {
+          Frame f = r.evidence.frames().get(id);
+          if (f != null) {
+            stack.add(f.getName() + " (" + f.getFilename() + ":" + f.getLine() + ")");
+          }
+        }
+      }
+      return new Culprit(rank, r.evidence.host(), r.evidence.identity().getPid(),
+          r.evidence.identity().getGlobalRank() == rank ? r.evidence.identity().getCudaDevice() : -1, last, stack);
+    }
+
+    private List<Diagnosis.RankGroup> rankStates() {
+      Map<String, List<Integer>> byState = new TreeMap<>();
+      for (int rank = 0; rank < job.worldSize(); rank++) {
+        RankIndex r = ranks.get(rank);
+        String state;
+        if (r == null) {
+          state = "no evidence";
+        } else if (r.evidence.liveness() == Liveness.LOST) {
+          state = "lost";
+        } else if (r.oldestIncomplete != null) {
+          CollectiveRecord o = r.oldestIncomplete;
+          state = (o.getState() == CollectiveState.STARTED ? "waiting in " : "issued, not started: ")
+              + recordLabel(o).replaceFirst(" (scheduled|started)$", "");
+        } else if (r.evidence.isEmpty()) {
+          state = "no evidence";
+        } else {
+          state = "idle (nothing outstanding)";
+        }
+        byState.computeIfAbsent(state, s -> new ArrayList<>()).add(rank);
+      }
+      return byState.entrySet().stream().map(e -> new Diagnosis.RankGroup(e.getKey(), e.getValue())).toList();
+    }
+
+    private static String recordLabel(CollectiveRecord r) {
+      long seq = r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq();
+      return r.getProcessGroup() + (r.getIsP2P() ? " p2p#" : "#") + seq + " " + r.getOp() + " "
+          + r.getState().name().toLowerCase();
+    }
+
+    private CollectiveRef ref(Node n) {
+      ProcessGroup g = groups.get(n.group);
+      CollectiveRecord s = n.sample;
+      return new CollectiveRef(n.group.name(), g == null ? "" : g.getDesc(), n.seq, n.p2p,
+          s == null ? "?" : s.getOp(), s == null || s.getCommsId() == 0 ? "" : CommsId.format(s.getCommsId()));
+    }
+
+    private String label(Node n) {
+      return ref(n).label();
+    }
+
+    private String headline(Cause cause, List<Integer> culprits, Node primary) {
+      CollectiveRef c = ref(primary);
+      String where = c.op() + " (" + c.processGroup() + (c.processGroupDesc().isEmpty() ? ""
+          : " " + c.processGroupDesc()) + (c.isP2p() ? ", p2p seq " : ", seq ") + c.seq() + ")";
+      String who = "Rank" + plural(culprits) + " " + compact(culprits) + hostsOf(culprits);
+      return switch (cause) {
+        case CPU -> who + " never issued " + where + " that " + peers(primary, culprits)
+            + " wait in: CPU-side stall.";
+        case GPU -> who + " issued " + where + " but " + (culprits.size() == 1 ? "its device" : "their devices")
+            + " never ran it while " + peers(primary, culprits) + " did: GPU-side stall.";
+        case DEVICE_ERROR -> who + " reported a CUDA error and " + (culprits.size() == 1 ? "its" : "their")
+            + " device never ran " + where + ": GPU fault.";
+        case DEAD -> who + (culprits.size() == 1 ? " is" : " are") + " gone (process or host died) while "
+            + peers(primary, culprits) + " wait in " + where + ".";
+        case MISMATCH -> who + " issued " + where + " with a different operation, size or dtype than "
+            + peers(primary, culprits) + ": program bug.";
+        case WATCHDOG -> who + ": the framework's watchdog itself is stuck, not the collective " + where + ".";
+        case FABRIC -> "Every member started " + where + " and none completed: the network between hosts "
+            + "(fabric) is the likely cause; no single rank diverged.";
+      };
+    }
+
+    private String hostsOf(List<Integer> culprits) {
+      List<String> hosts = culprits.stream().map(c -> ranks.get(c) == null ? "?" : ranks.get(c).evidence.host())
+          .distinct().sorted().toList();
+      return hosts.equals(List.of("?")) ? "" : " (" + String.join(", ", hosts) + ")";
+    }
+
+    private static String peers(Node n, List<Integer> culprits) {
+      List<Integer> others = n.states.keySet().stream().filter(r -> !culprits.contains(r)).toList();
+      return others.isEmpty() ? "its peers" : "ranks " + compact(others);
+    }
+  }
+
+  static String recommendation(Symptom symptom) {
+    return switch (symptom) {
+      case CPU_STALL -> "Inspect the culprit's Python stack (py-spy dump --pid PID) for what it is blocked on "
+          + "instead of the collective: data loading, a lock, I/O, or a code path only some ranks take.";
+      case GPU_STALL -> "Check the culprit's GPU (nvidia-smi, dmesg/Xid errors, ECC, out of memory) and drain the "
+          + "node if the device is faulty.";
+      case DEAD_RANK -> "Find why the process died (its stderr, dmesg for OOM-killer, the host's health) and "
+          + "replace the host if it is gone.";
+      case MISMATCH -> "Fix the program: the culprit issued a collective that differs from its peers' (op, size, "
+          + "dtype or order). Look at the code path that builds this collective's tensors.";
+      case FABRIC -> "Check the links between the hosts involved: NCCL WARN lines (status 12 = retry exceeded), "
+          + "InfiniBand port counters (link_downed, symbol_error) and switch logs.";
+      case NODE_NETWORK -> "Check the culprit host's NICs, GPUDirect RDMA and PCIe (NCCL WARN lines, dmesg).";
+      case WATCHDOG_STUCK -> "The watchdog thread is blocked in a CUDA/NCCL call: capture a native stack "
+          + "(gdb/py-spy --native) of the culprit.";
+      default -> "No action needed.";
+    };
+  }
+
+  static String compact(List<Integer> ranks) {
+    return Ranks.compact(ranks);
+  }
+
+  private static String plural(List<Integer> ranks) {
+    return ranks.size() == 1 ? "" : "s";
+  }
+
+  private static boolean allCompleted(List<CollectiveRecord> recs) {
+    for (CollectiveRecord r : recs) {
+      if (r.getState() != CollectiveState.COMPLETED) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static List<Integer> union(List<Integer> a, List<Integer> b) {
+    TreeSet<Integer> s = new TreeSet<>(a);
+    s.addAll(b);
+    return List.copyOf(s);
+  }
+}

@@ -1,0 +1,375 @@
+package dev.frdiag.daemon.registry;
+
+import dev.frdiag.daemon.analysis.JobEvidence;
+import dev.frdiag.daemon.analysis.Liveness;
+import dev.frdiag.daemon.analysis.RankEvidence;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.InternedFrame;
+import dev.frdiag.proto.v1.JobSummary;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankStatus;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * One training job as the daemon tracks it: its ranks, their latest progress and ring windows. Thread-safe:
+ * every method holds the job's own lock, so jobs never block each other.
+ */
+public final class Job {
+  private final String id;
+  private final int window;
+  private final Object lock = new Object();
+  // Guarded by lock.
+  private final Map<Integer, RankState> ranks = new TreeMap<>();
+  private int worldSize;
+  private final long firstSeenMs;
+  private boolean incidentOpen;
+  private String latestReportId = "";
+
+  Job(String id, int worldSize, int window, long nowMs) {
+    this.id = id;
+    this.worldSize = worldSize;
+    this.window = window;
+    this.firstSeenMs = nowMs;
+  }
+
+  public String id() {
+    return id;
+  }
+
+  public int worldSize() {
+    synchronized (lock) {
+      return worldSize;
+    }
+  }
+
+  /**
+   * A rank (re)connected: replaces any earlier stream of the same rank.
+   *
+   * @throws IllegalArgumentException when it contradicts what other ranks said (world size)
+   */
+  public void attach(RankIdentity identity, List<ProcessGroup> groups, RankLink link, String session,
+      long dropped, long nowNanos, long nowMs) {
+    synchronized (lock) {
+      if (identity.getWorldSize() != worldSize) {
+        throw new IllegalArgumentException("rank " + identity.getGlobalRank() + " says world size "
+            + identity.getWorldSize() + " but job " + id + " has world size " + worldSize);
+      }
+      RankState r = ranks.computeIfAbsent(identity.getGlobalRank(), k -> new RankState());
+      if (r.identity != null && r.identity.getPid() != identity.getPid()) {
+        // A new process for this rank (the job restarted it): its old ring is history.
+        r.records.clear();
+        r.frames.clear();
+        r.progress.clear();
+        r.lastAdvanceNanos.clear();
+      }
+      r.identity = identity;
+      r.link = link;
+      r.session = session;
+      r.liveness = Liveness.ALIVE;
+      r.lastSeenNanos = nowNanos;
+      r.lastSeenMs = nowMs;
+      r.droppedRecords = dropped;
+      // Frame ids are scoped to one stream.
+      r.frames.clear();
+      addGroups(r, groups);
+    }
+  }
+
+  public void addGroups(int rank, List<ProcessGroup> groups, long nowNanos) {
+    synchronized (lock) {
+      RankState r = ranks.get(rank);
+      if (r != null) {
+        addGroups(r, groups);
+        r.lastSeenNanos = nowNanos;
+      }
+    }
+  }
+
+  private static void addGroups(RankState r, List<ProcessGroup> groups) {
+    for (ProcessGroup g : groups) {
+      r.groups.put(g.getName(), g);
+    }
+  }
+
+  /** True when {@code rank} announced a group named {@code name}. */
+  public boolean knowsGroup(int rank, String name) {
+    synchronized (lock) {
+      RankState r = ranks.get(rank);
+      return r != null && r.groups.containsKey(name);
+    }
+  }
+
+  public void heartbeat(int rank, List<ProcessGroupProgress> progress, long dropped, long nowNanos, long nowMs) {
+    synchronized (lock) {
+      RankState r = ranks.get(rank);
+      if (r == null) {
+        return;
+      }
+      r.lastSeenNanos = nowNanos;
+      r.lastSeenMs = nowMs;
+      r.droppedRecords = Math.max(r.droppedRecords, dropped);
+      for (ProcessGroupProgress p : progress) {
+        ProcessGroupProgress before = r.progress.put(p.getProcessGroup(), p);
+        if (before == null || p.getLastCompletedSeq() > before.getLastCompletedSeq()
+            || p.getLastCompletedP2PSeq() > before.getLastCompletedP2PSeq()) {
+          r.lastAdvanceNanos.put(p.getProcessGroup(), nowNanos);
+        }
+      }
+    }
+  }
+
+  public void records(int rank, List<CollectiveRecord> records, List<InternedFrame> frames, long dropped,
+      long nowNanos) {
+    synchronized (lock) {
+      RankState r = ranks.get(rank);
+      if (r == null) {
+        return;
+      }
+      r.lastSeenNanos = nowNanos;
+      r.droppedRecords = Math.max(r.droppedRecords, dropped);
+      for (CollectiveRecord rec : records) {
+        // A re-sent record (its state moved on) replaces the earlier copy in place.
+        r.records.put(rec.getRecordId(), rec);
+      }
+      Iterator<Long> oldest = r.records.keySet().iterator();
+      while (r.records.size() > window && oldest.hasNext()) {
+        oldest.next();
+        oldest.remove();
+      }
+      for (InternedFrame f : frames) {
+        if (r.frames.size() < RankState.MAX_FRAMES) {
+          r.frames.put(f.getId(), f.getFrame());
+        }
+      }
+    }
+  }
+
+  public void event(int rank, RankEvent event, long nowNanos) {
+    synchronized (lock) {
+      RankState r = ranks.get(rank);
+      if (r == null) {
+        return;
+      }
+      r.lastSeenNanos = nowNanos;
+      if (r.events.size() == RankState.MAX_EVENTS) {
+        r.events.removeFirst();
+      }
+      r.events.addLast(event);
+      r.unhandledEvent = true;
+    }
+  }
+
+  /** The rank said Goodbye. */
+  public void finished(int rank, String session) {
+    synchronized (lock) {
+      RankState r = ranks.get(rank);
+      if (r != null && r.session.equals(session)) {
+        r.liveness = Liveness.FINISHED;
+        r.link = null;
+      }
+    }
+  }
+
+  /** The rank's stream ended without Goodbye (or its heartbeats stopped): its process is presumed gone. */
+  public void lost(int rank, String session, long nowNanos) {
+    synchronized (lock) {
+      RankState r = ranks.get(rank);
+      if (r != null && (session == null || r.session.equals(session)) && r.liveness == Liveness.ALIVE) {
+        r.liveness = Liveness.LOST;
+        r.lostAtNanos = nowNanos;
+        r.link = null;
+      }
+    }
+  }
+
+  /** Asks every connected rank for a snapshot; returns the ranks asked. */
+  public List<Integer> requestDumps(DumpRequest request) {
+    List<RankLink> links = new ArrayList<>();
+    List<Integer> asked = new ArrayList<>();
+    synchronized (lock) {
+      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
+        if (e.getValue().link != null && e.getValue().liveness == Liveness.ALIVE) {
+          links.add(e.getValue().link);
+          asked.add(e.getKey());
+        }
+      }
+    }
+    // Sent outside the lock: a slow stream must not hold up the job.
+    for (RankLink link : links) {
+      link.requestDump(request);
+    }
+    return asked;
+  }
+
+  /**
+   * Builds the analysis input: fresh dump replies where they arrived, the stored window otherwise.
+   *
+   * @param replies dump replies by rank (ranks absent from it did not answer)
+   */
+  public JobEvidence evidence(Map<Integer, DumpReply> replies, long observedAtNs, Duration stallThreshold,
+      String noReplyReason) {
+    List<RankEvidence> out = new ArrayList<>();
+    synchronized (lock) {
+      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
+        RankState r = e.getValue();
+        DumpReply reply = replies.get(e.getKey());
+        List<CollectiveRecord> records;
+        Map<Integer, dev.frdiag.proto.v1.Frame> frames;
+        List<ProcessGroupProgress> progress;
+        boolean answered = reply != null && reply.getError().isEmpty();
+        if (answered) {
+          records = reply.getRecordsList();
+          frames = new HashMap<>();
+          for (InternedFrame f : reply.getFramesList()) {
+            frames.put(f.getId(), f.getFrame());
+          }
+          progress = reply.getProgressList();
+        } else {
+          records = new ArrayList<>(r.records.values());
+          frames = new HashMap<>(r.frames);
+          progress = new ArrayList<>(r.progress.values());
+        }
+        String missing = answered ? "" : reply != null ? "dump failed: " + reply.getError()
+            : r.liveness == Liveness.LOST ? "stream lost" : noReplyReason;
+        out.add(new RankEvidence(e.getKey(), r.identity, r.liveness, answered, missing,
+            new ArrayList<>(r.groups.values()), records, progress, new ArrayList<>(r.events), frames));
+      }
+      return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold);
+    }
+  }
+
+  /**
+   * Why this job needs a diagnosis now, or null: a process group with outstanding work whose members' completed
+   * seq has not advanced for {@code stallTimeout}, a rank lost for at least {@code lostGrace}, or a rank that
+   * reported a timeout or error.
+   */
+  public String incidentTrigger(long nowNanos, Duration stallTimeout, Duration heartbeatTimeout,
+      Duration lostGrace) {
+    synchronized (lock) {
+      if (incidentOpen) {
+        return null;
+      }
+      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
+        RankState r = e.getValue();
+        if (r.liveness == Liveness.ALIVE && nowNanos - r.lastSeenNanos > heartbeatTimeout.toNanos()) {
+          r.liveness = Liveness.LOST;
+          r.lostAtNanos = nowNanos;
+          r.link = null;
+        }
+        if (r.liveness == Liveness.LOST && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
+          return "rank_lost";
+        }
+        if (r.unhandledEvent && !r.events.isEmpty()) {
+          return r.events.getLast().getKind().name().toLowerCase();
+        }
+      }
+      // Per group (by name and members): outstanding work, and when any member last advanced.
+      Map<String, long[]> groups = new HashMap<>();
+      for (RankState r : ranks.values()) {
+        if (r.liveness != Liveness.ALIVE) {
+          continue;
+        }
+        for (ProcessGroupProgress p : r.progress.values()) {
+          ProcessGroup g = r.groups.get(p.getProcessGroup());
+          String key = p.getProcessGroup() + (g == null ? "" : g.getRanksList().toString());
+          long[] agg = groups.computeIfAbsent(key, k -> new long[] {0, Long.MIN_VALUE});
+          boolean outstanding = p.getLastEnqueuedSeq() > p.getLastCompletedSeq()
+              || p.getLastEnqueuedP2PSeq() > p.getLastCompletedP2PSeq();
+          if (outstanding) {
+            agg[0] = 1;
+          }
+          agg[1] = Math.max(agg[1], r.lastAdvanceNanos.getOrDefault(p.getProcessGroup(), r.lastSeenNanos));
+        }
+      }
+      for (long[] agg : groups.values()) {
+        if (agg[0] == 1 && nowNanos - agg[1] >= stallTimeout.toNanos()) {
+          return "stall";
+        }
+      }
+      return null;
+    }
+  }
+
+  public void openIncident() {
+    synchronized (lock) {
+      incidentOpen = true;
+      for (RankState r : ranks.values()) {
+        r.unhandledEvent = false;
+      }
+    }
+  }
+
+  public boolean incidentOpen() {
+    synchronized (lock) {
+      return incidentOpen;
+    }
+  }
+
+  /** Closes the incident once every live group has advanced again (the job recovered). */
+  public void closeIncidentIfRecovered(long sinceNanos) {
+    synchronized (lock) {
+      if (!incidentOpen) {
+        return;
+      }
+      boolean anyLost = ranks.values().stream().anyMatch(r -> r.liveness == Liveness.LOST);
+      boolean advanced = ranks.values().stream().filter(r -> r.liveness == Liveness.ALIVE)
+          .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos));
+      if (!anyLost && advanced) {
+        incidentOpen = false;
+      }
+    }
+  }
+
+  public void reportWritten(String reportId) {
+    synchronized (lock) {
+      latestReportId = reportId;
+    }
+  }
+
+  public JobSummary summary() {
+    synchronized (lock) {
+      int connected = 0;
+      int lost = 0;
+      int finished = 0;
+      for (RankState r : ranks.values()) {
+        switch (r.liveness) {
+          case ALIVE -> connected++;
+          case LOST -> lost++;
+          case FINISHED -> finished++;
+          default -> { }
+        }
+      }
+      return JobSummary.newBuilder().setJobId(id).setWorldSize(worldSize).setRanksConnected(connected)
+          .setRanksLost(lost).setRanksFinished(finished).setIncidentOpen(incidentOpen)
+          .setLatestReportId(latestReportId).setFirstSeenMs(firstSeenMs).build();
+    }
+  }
+
+  public List<RankStatus> rankStatuses() {
+    synchronized (lock) {
+      List<RankStatus> out = new ArrayList<>(ranks.size());
+      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
+        RankState r = e.getValue();
+        out.add(RankStatus.newBuilder().setGlobalRank(e.getKey()).setHostname(r.identity.getHostname())
+            .setPid(r.identity.getPid()).setLiveness(switch (r.liveness) {
+              case ALIVE -> RankStatus.Liveness.CONNECTED;
+              case LOST -> RankStatus.Liveness.LOST;
+              case FINISHED -> RankStatus.Liveness.FINISHED;
+              case UNKNOWN -> RankStatus.Liveness.LIVENESS_UNSPECIFIED;
+            }).setLastSeenMs(r.lastSeenMs).setDroppedRecords(r.droppedRecords).build());
+      }
+      return out;
+    }
+  }
+}

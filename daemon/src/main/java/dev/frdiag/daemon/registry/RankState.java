@@ -1,0 +1,38 @@
+package dev.frdiag.daemon.registry;
+
+import dev.frdiag.daemon.analysis.Liveness;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.proto.v1.RankIdentity;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** What the daemon holds about one rank. Mutable; every access holds its {@link Job}'s lock. */
+final class RankState {
+  static final int MAX_EVENTS = 64;
+  static final int MAX_FRAMES = 65_536;
+
+  RankIdentity identity;
+  final Map<String, ProcessGroup> groups = new LinkedHashMap<>();
+  /** The newest records by record id, bounded by the job's window size. */
+  final LinkedHashMap<Long, CollectiveRecord> records = new LinkedHashMap<>();
+  final Map<Integer, Frame> frames = new HashMap<>();
+  final Map<String, ProcessGroupProgress> progress = new LinkedHashMap<>();
+  /** Daemon monotonic time at which each group's completed seq last advanced. */
+  final Map<String, Long> lastAdvanceNanos = new HashMap<>();
+  final ArrayDeque<RankEvent> events = new ArrayDeque<>();
+  Liveness liveness = Liveness.ALIVE;
+  RankLink link;
+  String session = "";
+  long lastSeenNanos;
+  long lastSeenMs;
+  long lostAtNanos;
+  long droppedRecords;
+  /** An event arrived that no incident has looked at yet. */
+  boolean unhandledEvent;
+}

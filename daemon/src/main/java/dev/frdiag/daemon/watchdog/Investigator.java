@@ -1,0 +1,160 @@
+package dev.frdiag.daemon.watchdog;
+
+import dev.frdiag.daemon.analysis.Diagnosis;
+import dev.frdiag.daemon.analysis.HangAnalyzer;
+import dev.frdiag.daemon.analysis.JobEvidence;
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.report.Report;
+import dev.frdiag.daemon.report.ReportSink;
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.DumpRequest;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs one investigation: asks every rank of a job for a fresh snapshot, waits until all answered or the
+ * deadline passed (a rank that did not answer is evidence, not an error), analyses, stores the report and
+ * hands it to the sinks.
+ */
+public final class Investigator {
+  private static final Logger log = LoggerFactory.getLogger(Investigator.class);
+
+  private final ReportStore store;
+  private final Executor executor;
+  private final Supplier<Instant> clock;
+  private final Duration stallThreshold;
+  private final AtomicLong requestIds = new AtomicLong();
+  private final Map<Long, Gather> pending = new ConcurrentHashMap<>();
+  private final List<ReportSink> sinks = new CopyOnWriteArrayList<>();
+
+  public Investigator(ReportStore store, Executor executor, Supplier<Instant> clock, Duration stallThreshold) {
+    this.store = store;
+    this.executor = executor;
+    this.clock = clock;
+    this.stallThreshold = stallThreshold;
+  }
+
+  public void addSink(ReportSink sink) {
+    sinks.add(sink);
+  }
+
+  public void removeSink(ReportSink sink) {
+    sinks.remove(sink);
+  }
+
+  /** Routes a rank's dump reply to the investigation that asked for it; late or unknown replies are dropped. */
+  public void onDumpReply(String jobId, int rank, DumpReply reply) {
+    Gather g = pending.get(reply.getRequestId());
+    if (g != null && g.jobId.equals(jobId)) {
+      g.add(rank, reply);
+    }
+  }
+
+  /** Investigates {@code job} now; the future completes with the stored report. */
+  public CompletableFuture<Report> investigate(Job job, String trigger, Duration deadline) {
+    List<Report.TimelineEntry> timeline = new ArrayList<>();
+    Instant start = clock.get();
+    timeline.add(new Report.TimelineEntry(start.toString(), describe(trigger)));
+    long id = requestIds.incrementAndGet();
+    Gather gather = new Gather(job.id());
+    pending.put(id, gather);
+    List<Integer> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
+        .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).build());
+    timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
+        + " connected ranks (deadline " + deadline.toMillis() + " ms)"));
+    gather.expect(asked);
+    return gather.done.completeOnTimeout(null, deadline.toMillis(), TimeUnit.MILLISECONDS)
+        .thenApplyAsync(ignored -> {
+          pending.remove(id);
+          Map<Integer, DumpReply> replies = gather.snapshot();
+          Instant gathered = clock.get();
+          timeline.add(new Report.TimelineEntry(gathered.toString(), replies.size() + " of " + asked.size()
+              + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"));
+          JobEvidence evidence = job.evidence(replies, epochNanos(gathered), stallThreshold,
+              "no snapshot within " + deadline.toMillis() + " ms");
+          Diagnosis diagnosis = HangAnalyzer.analyze(evidence);
+          Instant now = clock.get();
+          timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
+              + " ranks in " + Duration.between(gathered, now).toMillis() + " ms"));
+          Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now, diagnosis, timeline);
+          store.save(report);
+          job.reportWritten(report.reportId());
+          log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
+              report.verdict(), report.symptom(), report.culpritRanks(), trigger);
+          for (ReportSink sink : sinks) {
+            try {
+              sink.accept(report);
+            } catch (RuntimeException e) {
+              log.warn("report sink failed for {}: {}", report.reportId(), e.toString());
+            }
+          }
+          return report;
+        }, executor);
+  }
+
+  private static String describe(String trigger) {
+    return switch (trigger) {
+      case "stall" -> "stall detected: a process group with outstanding work stopped making progress";
+      case "rank_lost" -> "rank lost: a stream ended without goodbye or heartbeats stopped";
+      case "watchdog_timeout" -> "a rank reported a watchdog timeout";
+      case "comm_error" -> "a rank reported a communication error";
+      case "cuda_error" -> "a rank reported a CUDA error";
+      case "watchdog_stuck" -> "a rank reported its watchdog stuck";
+      case "on_demand" -> "diagnosis requested";
+      default -> trigger;
+    };
+  }
+
+  static long epochNanos(Instant t) {
+    return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+  }
+
+  /** Replies gathered for one request. */
+  private static final class Gather {
+    final String jobId;
+    final CompletableFuture<Void> done = new CompletableFuture<>();
+    private final Map<Integer, DumpReply> replies = new ConcurrentHashMap<>();
+    private final Set<Integer> expected = new HashSet<>();
+    private boolean expectedKnown;
+
+    Gather(String jobId) {
+      this.jobId = jobId;
+    }
+
+    synchronized void expect(List<Integer> ranks) {
+      expected.addAll(ranks);
+      expectedKnown = true;
+      checkDone();
+    }
+
+    synchronized void add(int rank, DumpReply reply) {
+      replies.put(rank, reply);
+      checkDone();
+    }
+
+    private void checkDone() {
+      if (expectedKnown && replies.keySet().containsAll(expected)) {
+        done.complete(null);
+      }
+    }
+
+    synchronized Map<Integer, DumpReply> snapshot() {
+      return Map.copyOf(replies);
+    }
+  }
+}

@@ -1,0 +1,84 @@
+package dev.frdiag.daemon.watchdog;
+
+import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.JobRegistry;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Looks at every job periodically and opens one incident per hang: a stalled process group, a lost rank, or a
+ * rank that reported a timeout or error. Observe-only: it reports, it never touches the job.
+ */
+public final class Watchdog implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Watchdog.class);
+
+  private final JobRegistry registry;
+  private final Investigator investigator;
+  private final DaemonSettings settings;
+  private final LongSupplier nanoTime;
+  private final ScheduledExecutorService scheduler;
+  private final Map<String, Long> incidentOpenedAt = new ConcurrentHashMap<>();
+
+  public Watchdog(JobRegistry registry, Investigator investigator, DaemonSettings settings, LongSupplier nanoTime,
+      ScheduledExecutorService scheduler) {
+    this.registry = registry;
+    this.investigator = investigator;
+    this.settings = settings;
+    this.nanoTime = nanoTime;
+    this.scheduler = scheduler;
+  }
+
+  public void start() {
+    long period = settings.checkInterval().toNanos();
+    scheduler.scheduleWithFixedDelay(this::checkAll, period, period, TimeUnit.NANOSECONDS);
+  }
+
+  /** One pass over every job; exposed so tests can drive it without waiting. */
+  public void checkAll() {
+    for (Job job : registry.all()) {
+      try {
+        check(job);
+      } catch (RuntimeException e) {
+        // One job's bad state must not stop the watchdog for the others.
+        log.error("watchdog check failed for job {}", job.id(), e);
+      }
+    }
+  }
+
+  private void check(Job job) {
+    long now = nanoTime.getAsLong();
+    Long openedAt = incidentOpenedAt.get(job.id());
+    if (openedAt != null) {
+      job.closeIncidentIfRecovered(openedAt);
+      if (!job.incidentOpen()) {
+        incidentOpenedAt.remove(job.id());
+        log.info("job {} recovered: progress resumed after the incident", job.id());
+      }
+      return;
+    }
+    String trigger = job.incidentTrigger(now, settings.stallTimeout(), settings.heartbeatTimeout(),
+        settings.lostGrace());
+    if (trigger == null) {
+      return;
+    }
+    job.openIncident();
+    incidentOpenedAt.put(job.id(), now);
+    log.warn("incident opened job={} trigger={}", job.id(), trigger);
+    investigator.investigate(job, trigger, settings.snapshotDeadline()).whenComplete((report, error) -> {
+      if (error != null) {
+        log.error("investigation of job {} failed", job.id(), error);
+      }
+    });
+  }
+
+  @Override
+  public void close() {
+    scheduler.shutdownNow();
+  }
+}

@@ -1,0 +1,206 @@
+package dev.frdiag.daemon.wire;
+
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.registry.RankLink;
+import dev.frdiag.daemon.watchdog.Investigator;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectorConfig;
+import dev.frdiag.proto.v1.CollectorGrpc;
+import dev.frdiag.proto.v1.DaemonMessage;
+import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.proto.v1.Welcome;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.util.UUID;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Collector service: one stream per rank. Translates messages into registry updates; a rank that sends
+ * something invalid gets INVALID_ARGUMENT on its own stream and nothing else is affected.
+ */
+public final class CollectorService extends CollectorGrpc.CollectorImplBase {
+  private static final Logger log = LoggerFactory.getLogger(CollectorService.class);
+
+  private final JobRegistry registry;
+  private final Investigator investigator;
+  private final CollectorConfig config;
+  private final LongSupplier nanoTime;
+  private final LongSupplier millis;
+
+  public CollectorService(JobRegistry registry, Investigator investigator, CollectorConfig config,
+      LongSupplier nanoTime, LongSupplier millis) {
+    this.registry = registry;
+    this.investigator = investigator;
+    this.config = config;
+    this.nanoTime = nanoTime;
+    this.millis = millis;
+  }
+
+  @Override
+  public StreamObserver<RankMessage> connect(StreamObserver<DaemonMessage> responses) {
+    return new Session((ServerCallStreamObserver<DaemonMessage>) responses);
+  }
+
+  /** Per-stream state; gRPC delivers one inbound message at a time. */
+  private final class Session implements StreamObserver<RankMessage>, RankLink {
+    private final ServerCallStreamObserver<DaemonMessage> out;
+    private final String id = UUID.randomUUID().toString();
+    private Job job;
+    private RankIdentity identity;
+    private boolean ended;
+
+    Session(ServerCallStreamObserver<DaemonMessage> out) {
+      this.out = out;
+    }
+
+    @Override
+    public void onNext(RankMessage message) {
+      if (ended) {
+        return;
+      }
+      try {
+        handle(message);
+      } catch (IllegalArgumentException e) {
+        fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()));
+      }
+    }
+
+    private void handle(RankMessage message) {
+      long now = nanoTime.getAsLong();
+      if (identity == null) {
+        if (message.getBodyCase() != RankMessage.BodyCase.HELLO) {
+          throw new IllegalArgumentException("the first message of a stream must be a Hello, got "
+              + message.getBodyCase());
+        }
+        hello(message.getHello(), now);
+        return;
+      }
+      int rank = identity.getGlobalRank();
+      switch (message.getBodyCase()) {
+        case HEARTBEAT -> job.heartbeat(rank, message.getHeartbeat().getProgressList(),
+            message.getHeartbeat().getDroppedRecords(), now, millis.getAsLong());
+        case RECORDS -> {
+          for (CollectiveRecord r : message.getRecords().getRecordsList()) {
+            MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
+          }
+          job.records(rank, message.getRecords().getRecordsList(), message.getRecords().getFramesList(),
+              message.getRecords().getDroppedRecords(), now);
+        }
+        case PROCESS_GROUPS -> {
+          MessageValidator.groups(message.getProcessGroups().getProcessGroupsList(), identity);
+          job.addGroups(rank, message.getProcessGroups().getProcessGroupsList(), now);
+        }
+        case EVENT -> {
+          log.warn("job={} rank={} reported {}: {}", job.id(), rank, message.getEvent().getKind(),
+              MessageValidator.abbreviate(message.getEvent().getMessage()));
+          job.event(rank, message.getEvent(), now);
+        }
+        case DUMP_REPLY -> {
+          for (CollectiveRecord r : message.getDumpReply().getRecordsList()) {
+            MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
+          }
+          investigator.onDumpReply(job.id(), rank, message.getDumpReply());
+        }
+        case GOODBYE -> {
+          job.finished(rank, id);
+          ended = true;
+          log.info("job={} rank={} said goodbye: {}", job.id(), rank, message.getGoodbye().getReason());
+        }
+        case HELLO -> throw new IllegalArgumentException("a stream carries one Hello; open a new stream instead");
+        default -> throw new IllegalArgumentException("empty or unknown message body");
+      }
+    }
+
+    private void hello(Hello hello, long now) {
+      MessageValidator.hello(hello);
+      RankIdentity who = hello.getIdentity();
+      Job j = registry.getOrCreate(who.getJobId(), who.getWorldSize(), millis.getAsLong());
+      j.attach(who, hello.getProcessGroupsList(), this, id, hello.getDroppedRecords(), now, millis.getAsLong());
+      this.job = j;
+      this.identity = who;
+      send(DaemonMessage.newBuilder().setWelcome(Welcome.newBuilder().setSessionId(id).setConfig(config)).build());
+      log.debug("job={} rank={} host={} pid={} connected", who.getJobId(), who.getGlobalRank(),
+          who.getHostname(), who.getPid());
+    }
+
+    @Override
+    public void requestDump(DumpRequest request) {
+      send(DaemonMessage.newBuilder().setDumpRequest(request).build());
+    }
+
+    private void send(DaemonMessage message) {
+      synchronized (this) {
+        if (ended || out.isCancelled()) {
+          return;
+        }
+        try {
+          out.onNext(message);
+        } catch (RuntimeException e) {
+          // The call was cancelled between the check and the send; the stream is gone.
+          ended = true;
+        }
+      }
+    }
+
+    private void fail(Status status) {
+      synchronized (this) {
+        if (ended) {
+          return;
+        }
+        ended = true;
+      }
+      log.warn("rejected stream from {}: {}", who(), status.getDescription());
+      if (job != null) {
+        job.lost(identity.getGlobalRank(), id, nanoTime.getAsLong());
+      }
+      try {
+        out.onError(status.asRuntimeException());
+      } catch (RuntimeException ignored) {
+        // Already cancelled by the peer.
+      }
+    }
+
+    private String who() {
+      return identity == null ? "unidentified rank" : "job=" + identity.getJobId() + " rank="
+          + identity.getGlobalRank();
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      boolean wasEnded;
+      synchronized (this) {
+        wasEnded = ended;
+        ended = true;
+      }
+      if (!wasEnded && job != null) {
+        log.warn("job={} rank={} stream lost: {}", job.id(), identity.getGlobalRank(), Status.fromThrowable(t));
+        job.lost(identity.getGlobalRank(), id, nanoTime.getAsLong());
+      }
+    }
+
+    @Override
+    public void onCompleted() {
+      boolean wasEnded;
+      synchronized (this) {
+        wasEnded = ended;
+        ended = true;
+      }
+      if (!wasEnded && job != null) {
+        // Half-close without Goodbye: treat like a lost stream, the rank did not say it was done.
+        job.lost(identity.getGlobalRank(), id, nanoTime.getAsLong());
+      }
+      try {
+        out.onCompleted();
+      } catch (RuntimeException ignored) {
+        // Peer already gone.
+      }
+    }
+  }
+}

@@ -1,0 +1,143 @@
+package dev.frdiag.daemon.wire;
+
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.report.Report;
+import dev.frdiag.daemon.report.ReportJson;
+import dev.frdiag.daemon.report.ReportSink;
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.daemon.watchdog.Investigator;
+import dev.frdiag.proto.v1.DiagnoseNowRequest;
+import dev.frdiag.proto.v1.DiagnosisGrpc;
+import dev.frdiag.proto.v1.GetJobStatusRequest;
+import dev.frdiag.proto.v1.GetReportRequest;
+import dev.frdiag.proto.v1.JobStatus;
+import dev.frdiag.proto.v1.ListJobsRequest;
+import dev.frdiag.proto.v1.ListJobsResponse;
+import dev.frdiag.proto.v1.ListReportsRequest;
+import dev.frdiag.proto.v1.ListReportsResponse;
+import dev.frdiag.proto.v1.ReportEnvelope;
+import dev.frdiag.proto.v1.ReportSummary;
+import dev.frdiag.proto.v1.WatchIncidentsRequest;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Comparator;
+import java.util.concurrent.CompletionException;
+
+/** The Diagnosis service: what users and tools ask. A thin adapter over the registry, store and investigator. */
+public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
+  private final JobRegistry registry;
+  private final ReportStore store;
+  private final Investigator investigator;
+  private final Duration defaultDeadline;
+
+  public DiagnosisService(JobRegistry registry, ReportStore store, Investigator investigator,
+      Duration defaultDeadline) {
+    this.registry = registry;
+    this.store = store;
+    this.investigator = investigator;
+    this.defaultDeadline = defaultDeadline;
+  }
+
+  /** The wire form of a stored report. */
+  public static ReportEnvelope envelope(Report r) {
+    return ReportEnvelope.newBuilder().setSummary(ReportSummary.newBuilder().setReportId(r.reportId())
+            .setJobId(r.job()).setVerdict(r.verdict()).setSymptom(r.symptom()).addAllCulpritRanks(r.culpritRanks())
+            .setCreatedAtMs(Instant.parse(r.createdAt()).toEpochMilli()).setHeadline(r.headline()))
+        .setReportJson(ReportJson.write(r)).build();
+  }
+
+  @Override
+  public void listJobs(ListJobsRequest request, StreamObserver<ListJobsResponse> out) {
+    ListJobsResponse.Builder b = ListJobsResponse.newBuilder();
+    registry.all().stream().sorted(Comparator.comparing(Job::id)).forEach(j -> b.addJobs(j.summary()));
+    out.onNext(b.build());
+    out.onCompleted();
+  }
+
+  @Override
+  public void getJobStatus(GetJobStatusRequest request, StreamObserver<JobStatus> out) {
+    Job job = registry.find(request.getJobId()).orElse(null);
+    if (job == null) {
+      out.onError(unknownJob(request.getJobId()));
+      return;
+    }
+    JobStatus.Builder b = JobStatus.newBuilder().setSummary(job.summary());
+    if (request.getIncludeRanks()) {
+      b.addAllRanks(job.rankStatuses());
+    }
+    out.onNext(b.build());
+    out.onCompleted();
+  }
+
+  @Override
+  public void diagnoseNow(DiagnoseNowRequest request, StreamObserver<ReportEnvelope> out) {
+    Job job = registry.find(request.getJobId()).orElse(null);
+    if (job == null) {
+      out.onError(unknownJob(request.getJobId()));
+      return;
+    }
+    Duration deadline = request.getSnapshotDeadlineMs() > 0 ? Duration.ofMillis(request.getSnapshotDeadlineMs())
+        : defaultDeadline;
+    investigator.investigate(job, "on_demand", deadline).whenComplete((report, error) -> {
+      if (error != null) {
+        Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+        out.onError(Status.INTERNAL.withDescription("diagnosis failed: " + cause).asRuntimeException());
+      } else {
+        out.onNext(envelope(report));
+        out.onCompleted();
+      }
+    });
+  }
+
+  @Override
+  public void listReports(ListReportsRequest request, StreamObserver<ListReportsResponse> out) {
+    if (registry.find(request.getJobId()).isEmpty() && store.list(request.getJobId()).isEmpty()) {
+      out.onError(unknownJob(request.getJobId()));
+      return;
+    }
+    ListReportsResponse.Builder b = ListReportsResponse.newBuilder();
+    for (Report r : store.list(request.getJobId())) {
+      b.addReports(envelope(r).getSummary());
+    }
+    out.onNext(b.build());
+    out.onCompleted();
+  }
+
+  @Override
+  public void getReport(GetReportRequest request, StreamObserver<ReportEnvelope> out) {
+    Report r = store.get(request.getReportId()).orElse(null);
+    if (r == null) {
+      out.onError(Status.NOT_FOUND.withDescription("no report '" + MessageValidator.abbreviate(
+          request.getReportId()) + "'").asRuntimeException());
+      return;
+    }
+    out.onNext(envelope(r));
+    out.onCompleted();
+  }
+
+  @Override
+  public void watchIncidents(WatchIncidentsRequest request, StreamObserver<ReportEnvelope> responses) {
+    ServerCallStreamObserver<ReportEnvelope> out = (ServerCallStreamObserver<ReportEnvelope>) responses;
+    String job = request.getJobId();
+    ReportSink sink = report -> {
+      if (job.isEmpty() || job.equals(report.job())) {
+        synchronized (out) {
+          if (!out.isCancelled()) {
+            out.onNext(envelope(report));
+          }
+        }
+      }
+    };
+    out.setOnCancelHandler(() -> investigator.removeSink(sink));
+    investigator.addSink(sink);
+  }
+
+  private static RuntimeException unknownJob(String jobId) {
+    return Status.NOT_FOUND.withDescription("unknown job '" + MessageValidator.abbreviate(jobId) + "'")
+        .asRuntimeException();
+  }
+}

@@ -1,0 +1,97 @@
+package dev.frdiag.daemon.wire;
+
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.proto.CommsId;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.RankIdentity;
+import java.util.List;
+
+/**
+ * Checks what a rank sends before the daemon believes it. Every check names the field and the value, since the
+ * message ends up in the rank's log as the stream's error status.
+ */
+final class MessageValidator {
+  static final int MAX_WORLD_SIZE = 1 << 20;
+  static final int MAX_GROUPS = 4096;
+
+  private MessageValidator() {}
+
+  /** @throws IllegalArgumentException describing the first problem */
+  static void hello(Hello hello) {
+    if (!hello.hasIdentity()) {
+      throw new IllegalArgumentException("Hello has no identity");
+    }
+    RankIdentity id = hello.getIdentity();
+    if (!ReportStore.JOB_ID.matcher(id.getJobId()).matches()) {
+      throw new IllegalArgumentException("invalid job_id '" + abbreviate(id.getJobId())
+          + "': use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit");
+    }
+    if (id.getWorldSize() < 1 || id.getWorldSize() > MAX_WORLD_SIZE) {
+      throw new IllegalArgumentException("world_size " + id.getWorldSize() + " is outside 1.." + MAX_WORLD_SIZE);
+    }
+    if (id.getGlobalRank() < 0 || id.getGlobalRank() >= id.getWorldSize()) {
+      throw new IllegalArgumentException("global_rank " + id.getGlobalRank() + " is outside 0.."
+          + (id.getWorldSize() - 1));
+    }
+    groups(hello.getProcessGroupsList(), id);
+  }
+
+  static void groups(List<ProcessGroup> groups, RankIdentity id) {
+    if (groups.size() > MAX_GROUPS) {
+      throw new IllegalArgumentException(groups.size() + " process groups is more than " + MAX_GROUPS);
+    }
+    for (ProcessGroup g : groups) {
+      if (g.getName().isEmpty()) {
+        throw new IllegalArgumentException("a process group has an empty name");
+      }
+      if (g.getRanksCount() == 0) {
+        throw new IllegalArgumentException("process group '" + g.getName() + "' has no members");
+      }
+      int[] ranks = g.getRanksList().stream().mapToInt(Integer::intValue).toArray();
+      for (int r : ranks) {
+        if (r < 0 || r >= id.getWorldSize()) {
+          throw new IllegalArgumentException("process group '" + g.getName() + "' has member " + r
+              + " outside world size " + id.getWorldSize());
+        }
+      }
+      CommsId.GroupLayout layout;
+      try {
+        layout = CommsId.layoutOf(ranks);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("process group '" + g.getName() + "': " + e.getMessage(), e);
+      }
+      if (layout.start() != g.getGlobalRankStart() || layout.stride() != g.getGlobalRankStride()) {
+        throw new IllegalArgumentException("process group '" + g.getName() + "' says start/stride "
+            + g.getGlobalRankStart() + "/" + g.getGlobalRankStride() + " but its members give "
+            + layout.start() + "/" + layout.stride());
+      }
+      if (!g.getRanksList().contains(id.getGlobalRank())) {
+        throw new IllegalArgumentException("rank " + id.getGlobalRank() + " is not a member of process group '"
+            + g.getName() + "' it announced");
+      }
+    }
+  }
+
+  /** @throws IllegalArgumentException describing the first problem */
+  static void record(CollectiveRecord r, boolean groupKnown) {
+    if (!groupKnown) {
+      throw new IllegalArgumentException("record " + r.getRecordId() + " names process group '"
+          + abbreviate(r.getProcessGroup()) + "' that was never announced");
+    }
+    if (r.getOp().isEmpty()) {
+      throw new IllegalArgumentException("record " + r.getRecordId() + " has no op name");
+    }
+    if (r.getTimeCreatedNs() <= 0) {
+      throw new IllegalArgumentException("record " + r.getRecordId() + " has no time_created_ns");
+    }
+    if ((r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq()) < 0) {
+      throw new IllegalArgumentException("record " + r.getRecordId() + " has a negative seq");
+    }
+  }
+
+  static String abbreviate(String s) {
+    return s.length() <= 64 ? s : s.substring(0, 64) + "…";
+  }
+}
