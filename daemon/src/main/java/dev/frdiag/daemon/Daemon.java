@@ -49,12 +49,14 @@ public final class Daemon implements AutoCloseable {
     CollectorConfig config = CollectorConfig.newBuilder()
         .setHeartbeatIntervalMs(settings.heartbeatInterval().toMillis()).build();
     this.server = NettyServerBuilder.forAddress(new InetSocketAddress(settings.bindAddress(), settings.port()))
-        .maxInboundMessageSize(settings.maxMessageBytes())
+        // The transport limit sits above the service's own check, so a rank over the limit gets a clear
+        // RESOURCE_EXHAUSTED on its stream instead of a bare transport reset; far larger frames are still cut.
+        .maxInboundMessageSize(settings.maxMessageBytes() * 2 + 64 * 1024)
         // Ranks keep streams open for the job's lifetime; allow their keepalive pings.
         .permitKeepAliveTime(10, TimeUnit.SECONDS)
         .permitKeepAliveWithoutCalls(true)
-        .addService(new CollectorService(registry, investigator, config, System::nanoTime,
-            System::currentTimeMillis))
+        .addService(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
+            System::nanoTime, System::currentTimeMillis))
         .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline()))
         .build();
   }

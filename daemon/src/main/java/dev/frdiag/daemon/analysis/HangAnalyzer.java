@@ -31,6 +31,9 @@ import java.util.stream.Collectors;
  */
 public final class HangAnalyzer {
 
+  /** Consequence collectives named in the cascade evidence; the rest are counted. */
+  static final int CASCADE_LISTED = 5;
+
   private HangAnalyzer() {}
 
   /** Analyses {@code job}. */
@@ -376,27 +379,28 @@ public final class HangAnalyzer {
         return sigs.keySet().stream().filter(r -> !majorities.get(0).contains(r)).sorted().toList();
       }
       List<Integer> changed = new ArrayList<>();
-      for (Map.Entry<Integer, String> e : sigs.entrySet()) {
-        RankIndex.Track t = ranks.get(e.getKey()).tracks.get(g);
+      for (int rank : sigs.keySet()) {
+        RankIndex.Track t = ranks.get(rank).tracks.get(g);
+        List<CollectiveRecord> here = t.collectives.get(seq);
+        String ops = opsOf(here);
         Map.Entry<Long, List<CollectiveRecord>> prev = t.collectives.lowerEntry(seq);
-        String op = opOf(e.getValue());
-        while (prev != null && !opOf(signature(prev.getValue())).equals(op)) {
+        while (prev != null && !opsOf(prev.getValue()).equals(ops)) {
           prev = t.collectives.lowerEntry(prev.getKey());
         }
-        if (prev != null && !signature(prev.getValue()).equals(e.getValue())) {
-          changed.add(e.getKey());
+        if (prev != null && !signature(prev.getValue()).equals(signature(here))) {
+          changed.add(rank);
         }
       }
       return changed.isEmpty() || changed.size() == sigs.size() ? sigs.keySet().stream().sorted().toList()
           : changed;
     }
 
-    private static String opOf(String signature) {
-      int paren = signature.indexOf('(');
-      return paren < 0 ? signature : signature.substring(0, paren);
+    /** The op names of one seq (several for a coalesced group), without sizes. */
+    private static String opsOf(List<CollectiveRecord> recs) {
+      return recs.stream().map(CollectiveRecord::getOp).collect(Collectors.joining("+"));
     }
 
-    private static String signature(List<CollectiveRecord> recs) {
+  private static String signature(List<CollectiveRecord> recs) {
       StringBuilder sb = new StringBuilder();
       for (CollectiveRecord r : recs) {
         if (sb.length() > 0) {
@@ -436,9 +440,11 @@ public final class HangAnalyzer {
     // ---- the verdict ----
 
     private Diagnosis verdict(List<Evidence> mismatches) {
+      // Roots that wait on nothing else come first: a collective some of whose members are stuck elsewhere
+      // is at best a second symptom of the same fault. Then the one the job reached first.
       List<Node> roots = nodes.values().stream().filter(Node::isRoot)
-          .sorted(Comparator.comparingLong((Node n) -> n.firstCreatedNs).thenComparing(n -> n.group)
-              .thenComparingLong(n -> n.seq))
+          .sorted(Comparator.comparing((Node n) -> !n.blockedBy.isEmpty())
+              .thenComparingLong(n -> n.firstCreatedNs).thenComparing(n -> n.group).thenComparingLong(n -> n.seq))
           .toList();
       List<Integer> lost = ranks.values().stream()
           .filter(r -> r.evidence.liveness() == Liveness.LOST).map(RankIndex::rank).toList();
@@ -461,7 +467,7 @@ public final class HangAnalyzer {
               + " disconnected without saying goodbye; no collective is stuck yet"));
           evidence.addAll(jobEvidence);
           return diagnosis(Verdict.HANG, Symptom.DEAD_RANK, lost, null, 0.8, evidence,
-              "Rank" + plural(lost) + " " + compact(lost) + " died; the job will hang at its next collective.",
+              "Rank" + plural(lost) + " " + bare(lost) + " died; the job will hang at its next collective.",
               recommendation(Symptom.DEAD_RANK));
         }
         Node first = nodes.values().stream().min(Comparator.comparingLong((Node n) -> n.firstCreatedNs)
@@ -496,13 +502,20 @@ public final class HangAnalyzer {
           evidence.addAll(describe(n));
         }
       }
-      for (Node n : nodes.values()) {
-        if (!n.isRoot()) {
-          List<Integer> missing = new ArrayList<>(n.in(MemberState.NOT_ISSUED));
-          missing.addAll(n.in(MemberState.ISSUED));
-          evidence.add(new Evidence("cascade", missing, label(n) + " waits only because ranks "
-              + compact(missing) + " are stuck in " + String.join(", ", n.blockedBy) + " (a consequence)"));
-        }
+      List<Node> consequences = nodes.values().stream().filter(n -> !n.isRoot())
+          .sorted(Comparator.comparingLong((Node n) -> n.firstCreatedNs).thenComparing(n -> n.group)
+              .thenComparingLong(n -> n.seq))
+          .toList();
+      if (!consequences.isEmpty()) {
+        Set<Integer> waiters = new TreeSet<>();
+        consequences.forEach(n -> waiters.addAll(n.in(MemberState.WAITING)));
+        String listed = consequences.stream().limit(CASCADE_LISTED).map(this::label)
+            .collect(Collectors.joining(", "));
+        int more = consequences.size() - CASCADE_LISTED;
+        evidence.add(new Evidence("cascade", List.copyOf(waiters), consequences.size()
+            + " other collective" + (consequences.size() == 1 ? "" : "s") + " (" + listed
+            + (more > 0 ? " and " + more + " more" : "") + ") wait only because some of their members are stuck "
+            + "behind the root cause; ranks " + compact(List.copyOf(waiters)) + " wait there as a consequence"));
       }
       if (!silent.isEmpty()) {
         evidence.add(new Evidence("no_snapshot", silent, "no fresh snapshot from ranks " + compact(silent)));
@@ -640,9 +653,15 @@ public final class HangAnalyzer {
         } else if (r.evidence.liveness() == Liveness.LOST) {
           state = "lost";
         } else if (r.oldestIncomplete != null) {
+          // Grouped by the kind of group (its description), so a 1,000-rank job prints a few lines, not one
+          // per data-parallel replica.
           CollectiveRecord o = r.oldestIncomplete;
-          state = (o.getState() == CollectiveState.STARTED ? "waiting in " : "issued, not started: ")
-              + recordLabel(o).replaceFirst(" (scheduled|started)$", "");
+          GroupKey key = r.groupsByName.get(o.getProcessGroup());
+          ProcessGroup g = key == null ? null : groups.get(key);
+          String where = g == null || g.getDesc().isEmpty() ? o.getProcessGroup() : g.getDesc();
+          long seq = o.getIsP2P() ? o.getP2PSeq() : o.getCollectiveSeq();
+          state = (o.getState() == CollectiveState.STARTED ? "waiting in " : "issued, device not started: ")
+              + o.getOp() + (o.getIsP2P() ? " p2p#" : " #") + seq + " on " + where;
         } else if (r.evidence.isEmpty()) {
           state = "no evidence";
         } else {
@@ -674,7 +693,7 @@ public final class HangAnalyzer {
       CollectiveRef c = ref(primary);
       String where = c.op() + " (" + c.processGroup() + (c.processGroupDesc().isEmpty() ? ""
           : " " + c.processGroupDesc()) + (c.isP2p() ? ", p2p seq " : ", seq ") + c.seq() + ")";
-      String who = "Rank" + plural(culprits) + " " + compact(culprits) + hostsOf(culprits);
+      String who = "Rank" + plural(culprits) + " " + bare(culprits) + hostsOf(culprits);
       return switch (cause) {
         case CPU -> who + " never issued " + where + " that " + peers(primary, culprits)
             + " wait in: CPU-side stall.";
@@ -700,7 +719,7 @@ public final class HangAnalyzer {
 
     private static String peers(Node n, List<Integer> culprits) {
       List<Integer> others = n.states.keySet().stream().filter(r -> !culprits.contains(r)).toList();
-      return others.isEmpty() ? "its peers" : "ranks " + compact(others);
+      return others.isEmpty() ? "its peers" : "ranks " + bare(others);
     }
   }
 
@@ -725,6 +744,12 @@ public final class HangAnalyzer {
 
   static String compact(List<Integer> ranks) {
     return Ranks.compact(ranks);
+  }
+
+  /** A rank list for prose: "5" or "0-4, 6-15". */
+  private static String bare(List<Integer> ranks) {
+    String c = compact(ranks);
+    return c.substring(1, c.length() - 1);
   }
 
   private static String plural(List<Integer> ranks) {

@@ -31,14 +31,16 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
   private final JobRegistry registry;
   private final Investigator investigator;
   private final CollectorConfig config;
+  private final int maxMessageBytes;
   private final LongSupplier nanoTime;
   private final LongSupplier millis;
 
   public CollectorService(JobRegistry registry, Investigator investigator, CollectorConfig config,
-      LongSupplier nanoTime, LongSupplier millis) {
+      int maxMessageBytes, LongSupplier nanoTime, LongSupplier millis) {
     this.registry = registry;
     this.investigator = investigator;
     this.config = config;
+    this.maxMessageBytes = maxMessageBytes;
     this.nanoTime = nanoTime;
     this.millis = millis;
   }
@@ -63,6 +65,12 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     @Override
     public void onNext(RankMessage message) {
       if (ended) {
+        return;
+      }
+      int size = message.getSerializedSize();
+      if (size > maxMessageBytes) {
+        fail(Status.RESOURCE_EXHAUSTED.withDescription(message.getBodyCase() + " message of " + size
+            + " bytes exceeds the daemon's limit of " + maxMessageBytes + " bytes; send smaller batches"));
         return;
       }
       try {

@@ -1,0 +1,46 @@
+package dev.frdiag.cli;
+
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import picocli.CommandLine;
+
+/** A daemon's host:port as given on the command line. */
+public record DaemonAddress(String host, int port) {
+  public static final String DEFAULT = "127.0.0.1:50551";
+
+  /** Parses "host:port", "[v6]:port" or a bare host (default port 50551). */
+  public static DaemonAddress parse(String value) {
+    String v = value.trim();
+    int colon = v.lastIndexOf(':');
+    if (colon < 0 || v.endsWith("]")) {
+      return new DaemonAddress(v, 50551);
+    }
+    try {
+      int port = Integer.parseInt(v.substring(colon + 1));
+      if (port < 1 || port > 65_535) {
+        throw new NumberFormatException();
+      }
+      return new DaemonAddress(v.substring(0, colon).replace("[", "").replace("]", ""), port);
+    } catch (NumberFormatException e) {
+      throw new CommandLine.TypeConversionException("'" + value + "' is not host:port (e.g. 127.0.0.1:50551)");
+    }
+  }
+
+  public ManagedChannel open() {
+    return NettyChannelBuilder.forAddress(host, port).usePlaintext().maxInboundMessageSize(64 * 1024 * 1024)
+        .build();
+  }
+
+  @Override
+  public String toString() {
+    return host + ":" + port;
+  }
+
+  /** picocli converter. */
+  public static final class Converter implements CommandLine.ITypeConverter<DaemonAddress> {
+    @Override
+    public DaemonAddress convert(String value) {
+      return parse(value);
+    }
+  }
+}

@@ -1,0 +1,29 @@
+package dev.frdiag.cli;
+
+/** The documented exit codes of {@code fr-diagnose} and {@code fr-demo}. */
+public final class ExitCode {
+  /** No hang: every process group is making progress. */
+  public static final int NO_HANG = 0;
+  /** A hang was diagnosed (the report names the culprit). */
+  public static final int HANG = 1;
+  /** The command line was wrong. */
+  public static final int USAGE = 2;
+  /** The daemon could not be reached, or the job or report is unknown to it. */
+  public static final int UNREACHABLE_OR_UNKNOWN = 3;
+  /** A hang may exist but the evidence does not support a verdict. */
+  public static final int INSUFFICIENT_EVIDENCE = 4;
+  /** Anything else went wrong (the message says what). */
+  public static final int FAILURE = 5;
+
+  private ExitCode() {}
+
+  /** The exit code that matches a report's verdict. */
+  public static int of(dev.frdiag.proto.v1.Verdict verdict) {
+    return switch (verdict) {
+      case HANG -> HANG;
+      case NO_HANG -> NO_HANG;
+      case INSUFFICIENT_EVIDENCE -> INSUFFICIENT_EVIDENCE;
+      default -> FAILURE;
+    };
+  }
+}

@@ -1,0 +1,222 @@
+package dev.frdiag.cli;
+
+import dev.frdiag.daemon.analysis.Ranks;
+import dev.frdiag.daemon.report.Report;
+import dev.frdiag.daemon.report.ReportJson;
+import dev.frdiag.daemon.report.ReportText;
+import dev.frdiag.proto.v1.DiagnoseNowRequest;
+import dev.frdiag.proto.v1.DiagnosisGrpc;
+import dev.frdiag.proto.v1.GetReportRequest;
+import dev.frdiag.proto.v1.JobSummary;
+import dev.frdiag.proto.v1.ListJobsRequest;
+import dev.frdiag.proto.v1.ListReportsRequest;
+import dev.frdiag.proto.v1.ListReportsResponse;
+import dev.frdiag.proto.v1.ReportEnvelope;
+import dev.frdiag.proto.v1.ReportSummary;
+import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
+import java.io.PrintWriter;
+import java.time.Instant;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code fr-diagnose}: asks the daemon which rank diverged, on which collective, and why. */
+@Command(name = "fr-diagnose", mixinStandardHelpOptions = true, version = "fr-diagnose 0.1.0",
+    description = {"Prints the hang diagnosis of a job: the culprit rank(s), the collective, the symptom and the "
+        + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
+        + "none is stored."},
+    subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {"0:no hang", "1:hang diagnosed", "2:usage error",
+        "3:daemon unreachable, or job/report unknown", "4:insufficient evidence for a verdict", "5:other failure"})
+public final class FrDiagnose implements Callable<Integer> {
+  @Option(names = "--daemon", paramLabel = "HOST:PORT", converter = DaemonAddress.Converter.class,
+      defaultValue = DaemonAddress.DEFAULT, scope = CommandLine.ScopeType.INHERIT,
+      description = "Daemon to ask (default ${DEFAULT-VALUE}).")
+  DaemonAddress daemon;
+
+  @Option(names = "--json", scope = CommandLine.ScopeType.INHERIT,
+      description = "Print frdiag.report/v1 JSON instead of text.")
+  boolean json;
+
+  @Option(names = "--now", description = "Diagnose now even when a report is stored.")
+  boolean now;
+
+  @Option(names = "--timeout", defaultValue = "30", description = "Seconds to wait for the daemon (default 30).")
+  long timeoutSeconds;
+
+  @Parameters(index = "0", arity = "0..1", paramLabel = "JOB", description = "Job id.")
+  String job;
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  public static void main(String[] args) {
+    System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+  }
+
+  /** Runs the command with output going to {@code out} and one-line errors to {@code err}; returns the exit code. */
+  public static int run(String[] args, PrintWriter out, PrintWriter err) {
+    CommandLine cmd = new CommandLine(new FrDiagnose());
+    cmd.setOut(out).setErr(err);
+    cmd.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
+      Throwable cause = e;
+      if (cause instanceof StatusRuntimeException s) {
+        boolean unreachable = s.getStatus().getCode() == io.grpc.Status.Code.UNAVAILABLE
+            || s.getStatus().getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED;
+        String where = commandLine.getCommand() instanceof FrDiagnose f ? f.daemon.toString() : "the daemon";
+        err.println("fr-diagnose: " + s.getStatus().getCode() + ": " + (unreachable
+            ? "cannot reach the daemon at " + where + " (" + describe(s) + "); start one with bin/fr-daemon"
+            : describe(s)));
+        boolean known = s.getStatus().getCode() == io.grpc.Status.Code.NOT_FOUND;
+        return unreachable || known ? ExitCode.UNREACHABLE_OR_UNKNOWN : ExitCode.FAILURE;
+      }
+      err.println("fr-diagnose: " + cause.getClass().getSimpleName() + ": " + cause.getMessage());
+      return ExitCode.FAILURE;
+    });
+    cmd.setParameterExceptionHandler((e, a) -> {
+      err.println("fr-diagnose: " + e.getMessage());
+      err.println("Try 'fr-diagnose --help'.");
+      return ExitCode.USAGE;
+    });
+    return cmd.execute(args);
+  }
+
+  private static String describe(StatusRuntimeException s) {
+    return s.getStatus().getDescription() != null ? s.getStatus().getDescription()
+        : s.getCause() != null ? s.getCause().getMessage() : s.getStatus().getCode().toString();
+  }
+
+  @Override
+  public Integer call() {
+    if (job == null) {
+      spec.commandLine().usage(spec.commandLine().getOut());
+      return ExitCode.USAGE;
+    }
+    return withStub(daemon, timeoutSeconds, stub -> {
+      ReportEnvelope envelope = null;
+      if (!now) {
+        ListReportsResponse reports = stub.listReports(ListReportsRequest.newBuilder().setJobId(job).build());
+        if (reports.getReportsCount() > 0) {
+          envelope = stub.getReport(GetReportRequest.newBuilder()
+              .setReportId(reports.getReports(0).getReportId()).build());
+        }
+      }
+      if (envelope == null) {
+        envelope = stub.diagnoseNow(DiagnoseNowRequest.newBuilder().setJobId(job).build());
+      }
+      return print(envelope);
+    });
+  }
+
+  int print(ReportEnvelope envelope) {
+    PrintWriter out = spec.commandLine().getOut();
+    Report report = ReportJson.read(envelope.getReportJson());
+    out.print(json ? ReportJson.write(report) + "\n" : ReportText.plain(report));
+    out.flush();
+    return ExitCode.of(report.verdict());
+  }
+
+  interface StubCall {
+    int apply(DiagnosisGrpc.DiagnosisBlockingStub stub);
+  }
+
+  static int withStub(DaemonAddress address, long timeoutSeconds, StubCall call) {
+    ManagedChannel channel = address.open();
+    try {
+      return call.apply(DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(timeoutSeconds, TimeUnit.SECONDS));
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+
+  /** {@code fr-diagnose jobs}. */
+  @Command(name = "jobs", mixinStandardHelpOptions = true, description = "Lists the jobs the daemon tracks.")
+  static final class Jobs implements Callable<Integer> {
+    @CommandLine.ParentCommand
+    FrDiagnose parent;
+
+    @Override
+    public Integer call() {
+      return withStub(parent.daemon, parent.timeoutSeconds, stub -> {
+        PrintWriter out = parent.spec.commandLine().getOut();
+        var jobs = stub.listJobs(ListJobsRequest.getDefaultInstance()).getJobsList();
+        if (parent.json) {
+          out.println(toJson(jobs));
+        } else if (jobs.isEmpty()) {
+          out.println("no jobs");
+        } else {
+          out.printf("%-24s %6s %9s %5s %8s  %s%n", "JOB", "WORLD", "CONNECTED", "LOST", "INCIDENT", "LATEST REPORT");
+          for (JobSummary j : jobs) {
+            out.printf("%-24s %6d %9d %5d %8s  %s%n", j.getJobId(), j.getWorldSize(), j.getRanksConnected(),
+                j.getRanksLost(), j.getIncidentOpen() ? "open" : "-",
+                j.getLatestReportId().isEmpty() ? "-" : j.getLatestReportId());
+          }
+        }
+        out.flush();
+        return ExitCode.NO_HANG;
+      });
+    }
+
+    private static String toJson(java.util.List<JobSummary> jobs) {
+      StringBuilder sb = new StringBuilder("[");
+      for (JobSummary j : jobs) {
+        if (sb.length() > 1) {
+          sb.append(',');
+        }
+        sb.append(String.format("{\"job\":\"%s\",\"world_size\":%d,\"ranks_connected\":%d,\"ranks_lost\":%d,"
+            + "\"incident_open\":%s,\"latest_report_id\":\"%s\"}", j.getJobId(), j.getWorldSize(),
+            j.getRanksConnected(), j.getRanksLost(), j.getIncidentOpen(), j.getLatestReportId()));
+      }
+      return sb.append(']').toString();
+    }
+  }
+
+  /** {@code fr-diagnose reports <job>}. */
+  @Command(name = "reports", mixinStandardHelpOptions = true, description = "Lists a job's reports, newest first.")
+  static final class Reports implements Callable<Integer> {
+    @CommandLine.ParentCommand
+    FrDiagnose parent;
+
+    @Parameters(index = "0", paramLabel = "JOB")
+    String job;
+
+    @Override
+    public Integer call() {
+      return withStub(parent.daemon, parent.timeoutSeconds, stub -> {
+        PrintWriter out = parent.spec.commandLine().getOut();
+        var reports = stub.listReports(ListReportsRequest.newBuilder().setJobId(job).build()).getReportsList();
+        if (reports.isEmpty()) {
+          out.println("no reports for job " + job);
+        }
+        for (ReportSummary r : reports) {
+          out.printf("%-22s %s  %-21s %-14s culprits %-10s %s%n", r.getReportId(),
+              Instant.ofEpochMilli(r.getCreatedAtMs()), r.getVerdict(), r.getSymptom(),
+              Ranks.compact(r.getCulpritRanksList()), r.getHeadline());
+        }
+        out.flush();
+        return ExitCode.NO_HANG;
+      });
+    }
+  }
+
+  /** {@code fr-diagnose report <id>}. */
+  @Command(name = "report", mixinStandardHelpOptions = true, description = "Shows one stored report.")
+  static final class ShowReport implements Callable<Integer> {
+    @CommandLine.ParentCommand
+    FrDiagnose parent;
+
+    @Parameters(index = "0", paramLabel = "REPORT_ID")
+    String reportId;
+
+    @Override
+    public Integer call() {
+      return withStub(parent.daemon, parent.timeoutSeconds,
+          stub -> parent.print(stub.getReport(GetReportRequest.newBuilder().setReportId(reportId).build())));
+    }
+  }
+}
