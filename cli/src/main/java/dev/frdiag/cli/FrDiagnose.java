@@ -87,8 +87,14 @@ public final class FrDiagnose implements Callable<Integer> {
   }
 
   private static String describe(StatusRuntimeException s) {
-    return s.getStatus().getDescription() != null ? s.getStatus().getDescription()
-        : s.getCause() != null ? s.getCause().getMessage() : s.getStatus().getCode().toString();
+    Throwable root = s;
+    while (root.getCause() != null) {
+      root = root.getCause();
+    }
+    if (root != s && root.getMessage() != null) {
+      return root.getMessage();
+    }
+    return s.getStatus().getDescription() != null ? s.getStatus().getDescription() : s.getStatus().getCode().toString();
   }
 
   @Override
