@@ -89,8 +89,9 @@ public final class FrDemo implements Callable<Integer> {
   @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
   long atStep;
 
-  @Option(names = "--stall-timeout", defaultValue = "2s", converter = DaemonMain.DurationConverter.class,
-      description = "No progress for this long opens an incident (default ${DEFAULT-VALUE}).")
+  @Option(names = "--stall-timeout", converter = DaemonMain.DurationConverter.class,
+      description = "No progress for this long opens an incident (default 2s, longer for over 1,024 ranks, "
+          + "since they share 2 cores with the daemon).")
   Duration stallTimeout;
 
   @Option(names = "--timeout", defaultValue = "120s", converter = DaemonMain.DurationConverter.class,
@@ -130,6 +131,9 @@ public final class FrDemo implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
+    if (stallTimeout == null) {
+      stallTimeout = Duration.ofSeconds(Math.max(2, ranks / 512));
+    }
     int tensorParallel = Math.min(4, ranksPerHost);
     Topology topology = Topology.builder().worldSize(ranks).ranksPerHost(ranksPerHost)
         .tensorParallel(tensorParallel).pipelineStages(ranks >= 2 * tensorParallel ? 2 : 1).build();
@@ -143,7 +147,7 @@ public final class FrDemo implements Callable<Integer> {
     int ring = ranks > 512 ? 256 : FlightRecorder.DEFAULT_CAPACITY;
     DaemonSettings settings = DaemonSettings.builder().port(0).bindAddress("127.0.0.1").dataDir(dir)
         .stallTimeout(stallTimeout).heartbeatTimeout(stallTimeout.multipliedBy(3).plusSeconds(2))
-        .snapshotDeadline(Duration.ofSeconds(ranks > 1024 ? 10 : 3)).heartbeatInterval(Duration.ofMillis(500))
+        .snapshotDeadline(Duration.ofSeconds(Math.max(3, ranks / 128))).heartbeatInterval(Duration.ofMillis(500))
         .window(Math.min(ring, 512)).build();
     try (Daemon daemon = new Daemon(settings).start()) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext()
@@ -174,9 +178,17 @@ public final class FrDemo implements Callable<Integer> {
         err.flush();
         try (RankSimulator sim = RankSimulator.builder().topology(topology).fault(injected).jobId(job)
             .channel(channel).recorderCapacity(ring).stepInterval(Duration.ofMillis(ranks > 512 ? 0 : 20))
-            .reporterSettings(ReporterSettings.builder().heartbeatInterval(Duration.ofMillis(500))
-                .maxBatchDelay(Duration.ofMillis(ranks > 512 ? 250 : 50)).build())
+            .reporterSettings(ReporterSettings.builder().heartbeatInterval(Duration.ofMillis(ranks > 1024 ? 1000 : 500))
+                .helloTimeout(Duration.ofSeconds(ranks > 512 ? 60 : 5))
+                .maxBatchDelay(Duration.ofMillis(ranks > 1024 ? 500 : ranks > 512 ? 250 : 50)).build())
             .build()) {
+          long connecting = System.nanoTime();
+          if (!sim.awaitConnected(timeout)) {
+            err.printf("fr-demo: not every simulated rank could connect to the daemon within %s%n", human(timeout));
+            return ExitCode.FAILURE;
+          }
+          err.printf("[demo] %d ranks connected in %.1f s; training%n", ranks, (System.nanoTime() - connecting) / 1e9);
+          err.flush();
           sim.start();
           ReportEnvelope envelope = reports.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
           if (envelope == null) {

@@ -129,13 +129,8 @@ public final class FlightRecorder {
    * @return the handle for {@link #started} and {@link #completed}
    */
   public long enqueue(ProcessGroupHandle pg, OpName op, TensorList inputs, TensorList outputs, StackTrace stack) {
-    long seq;
-    if (pg.coalescedSeq != 0) {
-      pg.coalescedHasCollective = true;
-      seq = pg.coalescedSeq;
-    } else {
-      seq = ++pg.collectiveSeq;
-    }
+    // A collective joins an open coalesced group only when the group batches collectives, as in PyTorch.
+    long seq = pg.coalescedSeq != 0 && !pg.coalescedP2p ? pg.coalescedSeq : ++pg.collectiveSeq;
     long opId = ++pg.opId;
     pg.lastEnqueuedSeq = seq;
     return ring.append(pg.id, seq, 0, opId, op.id, false, -1, inputs.id, outputs.id, stackId(stack), thread(),
@@ -149,12 +144,7 @@ public final class FlightRecorder {
    */
   public long enqueueP2p(ProcessGroupHandle pg, OpName op, int peerGlobalRank, TensorList tensors,
       StackTrace stack) {
-    long seq;
-    if (pg.coalescedSeq != 0) {
-      seq = pg.coalescedSeq;
-    } else {
-      seq = ++pg.p2pSeq;
-    }
+    long seq = pg.coalescedSeq != 0 && pg.coalescedP2p ? pg.coalescedSeq : ++pg.p2pSeq;
     long opId = ++pg.opId;
     pg.lastEnqueuedP2pSeq = seq;
     return ring.append(pg.id, 0, seq, opId, op.id, true, peerGlobalRank, tensors.id, tensors.id, stackId(stack),
@@ -162,7 +152,8 @@ public final class FlightRecorder {
   }
 
   /**
-   * Opens a coalesced group on {@code pg}: the ops until {@link #endCoalesced} share one sequence number.
+   * Opens a coalesced group on {@code pg}: the ops of its kind until {@link #endCoalesced} share one sequence
+   * number (ops of the other kind keep their own numbering).
    *
    * @param p2p true for a batch of sends/recvs (shares a p2p_seq), false for collectives (a collective_seq)
    */
@@ -170,7 +161,7 @@ public final class FlightRecorder {
     if (pg.coalescedSeq != 0) {
       return;
     }
-    pg.coalescedHasCollective = !p2p;
+    pg.coalescedP2p = p2p;
     pg.coalescedSeq = p2p ? ++pg.p2pSeq : ++pg.collectiveSeq;
   }
 
@@ -185,7 +176,7 @@ public final class FlightRecorder {
       return -1;
     }
     pg.coalescedSeq = 0;
-    boolean p2p = !pg.coalescedHasCollective;
+    boolean p2p = pg.coalescedP2p;
     if (p2p) {
       pg.lastEnqueuedP2pSeq = seq;
     } else {
@@ -231,6 +222,11 @@ public final class FlightRecorder {
   /** Copies record {@code id} into {@code view}; false when it is not (or no longer) in the ring. */
   public boolean read(long id, RecordView view) {
     return ring.read(id, view);
+  }
+
+  /** Like {@link #read}, but tells an overwritten record from a slot that is busy right now. */
+  public RecordRing.ReadResult tryRead(long id, RecordView view) {
+    return ring.tryRead(id, view);
   }
 
   /** Converts a view to its wire form; frames are referenced by this recorder's stack ids. */

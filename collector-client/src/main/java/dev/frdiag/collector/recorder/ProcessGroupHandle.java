@@ -20,9 +20,10 @@ public final class ProcessGroupHandle {
   long collectiveSeq;
   long p2pSeq;
   long opId;
-  /** Non-zero while a coalesced group is open: the collective_seq its members share. */
+  /** Non-zero while a coalesced group is open: the seq its members share. */
   long coalescedSeq;
-  boolean coalescedHasCollective;
+  /** Whether the open coalesced group batches sends/recvs (shares a p2p_seq) rather than collectives. */
+  boolean coalescedP2p;
 
   // Progress read by the reporter thread; -1 = none yet.
   volatile long lastEnqueuedSeq = -1;

@@ -26,6 +26,7 @@ import java.util.BitSet;
 import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -63,6 +64,7 @@ public final class Reporter implements AutoCloseable {
   private final ArrayBlockingQueue<RankEvent> events;
   private final AtomicLong droppedEvents = new AtomicLong();
   private final RecordView view = new RecordView();
+  private final CompletableFuture<Void> firstWelcome = new CompletableFuture<>();
 
   // Stream state, guarded by lock (touched only from tick and close).
   private Stream stream;
@@ -135,6 +137,11 @@ public final class Reporter implements AutoCloseable {
     synchronized (lock) {
       return stream != null && stream.welcomed;
     }
+  }
+
+  /** Completes when the daemon first welcomes this rank. */
+  public CompletableFuture<Void> firstConnect() {
+    return firstWelcome;
   }
 
   /** Number of streams the daemon has welcomed so far (1 after the first connect). */
@@ -219,6 +226,7 @@ public final class Reporter implements AutoCloseable {
         }
         if (!s.welcomed) {
           if (now - s.openedAtNanos > settings.helloTimeout().toNanos()) {
+            s.failed = Status.DEADLINE_EXCEEDED.withDescription("no Welcome within " + settings.helloTimeout());
             s.requests.cancel("no Welcome within " + settings.helloTimeout(), null);
             onStreamLost(s, now);
           }
@@ -311,7 +319,13 @@ public final class Reporter implements AutoCloseable {
       long id = open[i];
       byte shippedState = (byte) (id >>> 56);
       long recordId = id & 0x00ff_ffff_ffff_ffffL;
-      if (!recorder.read(recordId, view)) {
+      RecordRing.ReadResult read = recorder.tryRead(recordId, view);
+      if (read == RecordRing.ReadResult.BUSY) {
+        // Being written right now: look again next tick rather than lose its state change.
+        open[kept++] = id;
+        continue;
+      }
+      if (read == RecordRing.ReadResult.GONE) {
         continue;
       }
       if (view.state != shippedState) {
@@ -333,7 +347,12 @@ public final class Reporter implements AutoCloseable {
       if (System.nanoTime() > deadlineNanos) {
         break;
       }
-      if (!recorder.read(newCursor, view)) {
+      RecordRing.ReadResult read = recorder.tryRead(newCursor, view);
+      if (read == RecordRing.ReadResult.BUSY) {
+        break;
+      }
+      if (read == RecordRing.ReadResult.GONE) {
+        droppedRecords++;
         continue;
       }
       addRecord(batch, s);
@@ -425,6 +444,7 @@ public final class Reporter implements AutoCloseable {
             backoffNanos = 0;
             connects++;
           }
+          firstWelcome.complete(null);
           log.debug("rank {}: welcomed by daemon, session {}", identity.getGlobalRank(),
               message.getWelcome().getSessionId());
         }

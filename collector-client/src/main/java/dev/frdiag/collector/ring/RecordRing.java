@@ -160,14 +160,29 @@ public final class RecordRing {
     }
   }
 
+  /** What {@link #read} found. */
+  public enum ReadResult {
+    /** The record was copied. */
+    OK,
+    /** The record is no longer in the ring (overwritten) or was never written. */
+    GONE,
+    /** A writer held the slot for the whole read; try again later. */
+    BUSY
+  }
+
   /**
    * Copies record {@code id} into {@code into}, consistently.
    *
    * @return false when the record has been overwritten, was never written, or stayed busy for too long
    */
   public boolean read(long id, RecordView into) {
+    return tryRead(id, into) == ReadResult.OK;
+  }
+
+  /** Copies record {@code id} into {@code into}, consistently, saying why when it could not. */
+  public ReadResult tryRead(long id, RecordView into) {
     if (id < 0 || id >= nextRecordId.get()) {
-      return false;
+      return ReadResult.GONE;
     }
     int slot = (int) (id % capacity);
     for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
@@ -196,10 +211,10 @@ public final class RecordRing {
       // Order the field reads before the version re-check (StampedLock.validate does the same).
       VarHandle.acquireFence();
       if (versions.get(slot) == before) {
-        return into.recordId == id && before != 0;
+        return into.recordId == id && before != 0 ? ReadResult.OK : ReadResult.GONE;
       }
     }
-    return false;
+    return ReadResult.BUSY;
   }
 
   private boolean beginWrite(int slot) {

@@ -1,29 +1,26 @@
 package dev.frdiag.daemon.analysis;
 
 import dev.frdiag.proto.v1.ProcessGroup;
-import java.util.List;
 
 /**
  * A process group's identity across ranks: its name and its member set (names can be reused by split groups).
- *
- * @param name the group name
- * @param members sorted global ranks
+ * The member set is represented by its comms_id layout (start, stride, size), which identifies it exactly and
+ * hashes in constant time even for a 16,384-rank world group.
  */
-record GroupKey(String name, List<Integer> members) implements Comparable<GroupKey> {
+record GroupKey(String name, long start, long stride, long size) implements Comparable<GroupKey> {
   static GroupKey of(ProcessGroup g) {
-    return new GroupKey(g.getName(), g.getRanksList().stream().sorted().toList());
+    return new GroupKey(g.getName(), g.getGlobalRankStart(), g.getGlobalRankStride(), g.getRanksCount());
   }
 
   @Override
   public int compareTo(GroupKey o) {
     int c = name.compareTo(o.name);
-    if (c != 0) {
-      return c;
+    if (c == 0) {
+      c = Long.compare(size, o.size);
     }
-    c = Integer.compare(members.size(), o.members.size());
-    for (int i = 0; c == 0 && i < members.size(); i++) {
-      c = Integer.compare(members.get(i), o.members.get(i));
+    if (c == 0) {
+      c = Long.compare(start, o.start);
     }
-    return c;
+    return c == 0 ? Long.compare(stride, o.stride) : c;
   }
 }

@@ -11,6 +11,7 @@ import dev.frdiag.proto.v1.Verdict;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -61,6 +62,9 @@ public final class HangAnalyzer {
     }
   }
 
+  /** Identity of one operation across ranks. */
+  private record NodeKey(GroupKey group, long seq, boolean p2p) {}
+
   /** One stuck operation being analysed. */
   private static final class Node {
     final GroupKey group;
@@ -80,8 +84,8 @@ public final class HangAnalyzer {
       this.p2p = p2p;
     }
 
-    String id() {
-      return group.name() + "|" + group.members() + "|" + p2p + "|" + seq;
+    NodeKey id() {
+      return new NodeKey(group, seq, p2p);
     }
 
     boolean isRoot() {
@@ -101,7 +105,9 @@ public final class HangAnalyzer {
     final JobEvidence job;
     final Map<Integer, RankIndex> ranks = new TreeMap<>();
     final Map<GroupKey, ProcessGroup> groups = new TreeMap<>();
-    final Map<String, Node> nodes = new LinkedHashMap<>();
+    /** Sorted members of each group, computed once per group (not per rank). */
+    final Map<GroupKey, List<Integer>> members = new HashMap<>();
+    final Map<NodeKey, Node> nodes = new LinkedHashMap<>();
     final List<Evidence> jobEvidence = new ArrayList<>();
 
     Run(JobEvidence job) {
@@ -110,7 +116,10 @@ public final class HangAnalyzer {
         RankIndex index = new RankIndex(e);
         ranks.put(e.rank(), index);
         for (ProcessGroup g : e.groups()) {
-          groups.putIfAbsent(GroupKey.of(g), g);
+          GroupKey key = GroupKey.of(g);
+          if (groups.putIfAbsent(key, g) == null) {
+            members.put(key, g.getRanksList().stream().sorted().toList());
+          }
         }
       }
     }
@@ -120,17 +129,14 @@ public final class HangAnalyzer {
         findStuck(g);
       }
       // Resolving a node can add the nodes its members are blocked in; iterate until none are added.
+      Set<NodeKey> classified = new java.util.HashSet<>();
       List<Node> pending = new ArrayList<>(nodes.values());
       while (!pending.isEmpty()) {
-        List<Node> next = new ArrayList<>();
         for (Node n : pending) {
-          int before = nodes.size();
+          classified.add(n.id());
           classify(n);
-          if (nodes.size() > before) {
-            next.addAll(new ArrayList<>(nodes.values()).subList(before, nodes.size()));
-          }
         }
-        pending = next;
+        pending = nodes.values().stream().filter(n -> !classified.contains(n.id())).toList();
       }
       List<Evidence> mismatches = checkSignatures();
       addRankEvents();
@@ -143,7 +149,7 @@ public final class HangAnalyzer {
       long firstCollective = Long.MAX_VALUE;
       long firstP2p = Long.MAX_VALUE;
       long lastProgress = 0;
-      for (int member : g.members()) {
+      for (int member : members.get(g)) {
         RankIndex r = ranks.get(member);
         RankIndex.Track t = r == null ? null : r.tracks.get(g);
         if (t == null) {
@@ -190,7 +196,7 @@ public final class HangAnalyzer {
         return existing;
       }
       nodes.put(probe.id(), probe);
-      for (int member : g.members()) {
+      for (int member : members.get(g)) {
         MemberState s = stateOf(member, g, seq, p2p);
         probe.states.put(member, s);
         List<CollectiveRecord> recs = recordsOf(member, g, seq, p2p);
@@ -327,24 +333,26 @@ public final class HangAnalyzer {
 
     private List<Evidence> checkSignatures() {
       List<Evidence> found = new ArrayList<>();
+      Set<GroupKey> stuckGroups = new java.util.HashSet<>();
+      nodes.values().forEach(n -> stuckGroups.add(n.group));
       for (GroupKey g : groups.keySet()) {
-        if (nodes.values().stream().noneMatch(n -> n.group.equals(g))) {
+        if (!stuckGroups.contains(g)) {
           continue;
         }
-        Map<Long, Map<Integer, String>> bySeq = new TreeMap<>();
-        for (int member : g.members()) {
+        Map<Long, Map<Integer, List<OpShape>>> bySeq = new TreeMap<>();
+        for (int member : members.get(g)) {
           RankIndex r = ranks.get(member);
           RankIndex.Track t = r == null ? null : r.tracks.get(g);
           if (t == null) {
             continue;
           }
           for (Map.Entry<Long, List<CollectiveRecord>> e : t.collectives.entrySet()) {
-            bySeq.computeIfAbsent(e.getKey(), s -> new TreeMap<>()).put(member, signature(e.getValue()));
+            bySeq.computeIfAbsent(e.getKey(), s -> new TreeMap<>()).put(member, shapeOf(e.getValue()));
           }
         }
-        for (Map.Entry<Long, Map<Integer, String>> e : bySeq.entrySet()) {
-          Map<Integer, String> sigs = e.getValue();
-          if (sigs.size() < 2 || sigs.values().stream().distinct().count() == 1) {
+        for (Map.Entry<Long, Map<Integer, List<OpShape>>> e : bySeq.entrySet()) {
+          Map<Integer, List<OpShape>> sigs = e.getValue();
+          if (sigs.size() < 2 || new java.util.HashSet<>(sigs.values()).size() == 1) {
             continue;
           }
           List<Integer> culprits = minority(g, e.getKey(), sigs);
@@ -353,11 +361,12 @@ public final class HangAnalyzer {
             n.suspect(Cause.MISMATCH, c);
           }
           String expected = sigs.entrySet().stream().filter(x -> !culprits.contains(x.getKey()))
-              .map(Map.Entry::getValue).findFirst().orElse("?");
+              .map(x -> text(x.getValue())).findFirst().orElse("?");
           List<Integer> others = sigs.keySet().stream().filter(x -> !culprits.contains(x)).toList();
           String detail = culprits.stream()
-              .map(c -> "rank " + c + " issued " + sigs.get(c)).collect(Collectors.joining("; "))
-              + " where ranks " + others + " issued " + expected + " (" + g.name() + " seq " + e.getKey() + ")";
+              .map(c -> "rank " + c + " issued " + text(sigs.get(c))).collect(Collectors.joining("; "))
+              + " where ranks " + compact(others) + " issued " + expected + " (" + g.name() + " seq " + e.getKey()
+              + ")";
           found.add(new Evidence("signature_mismatch", culprits, detail));
           break;
         }
@@ -365,13 +374,31 @@ public final class HangAnalyzer {
       return found;
     }
 
+    /** What members must agree on for one op: name, shapes and dtypes. Compared by value, printed on demand. */
+    private record OpShape(String op, List<dev.frdiag.proto.v1.Shape> in, List<String> inDtypes,
+        List<dev.frdiag.proto.v1.Shape> out, List<String> outDtypes) {}
+
+    private static List<OpShape> shapeOf(List<CollectiveRecord> recs) {
+      List<OpShape> out = new ArrayList<>(recs.size());
+      for (CollectiveRecord r : recs) {
+        out.add(new OpShape(r.getOp(), r.getInputSizesList(), r.getInputDtypesList(), r.getOutputSizesList(),
+            r.getOutputDtypesList()));
+      }
+      return out;
+    }
+
+    private static String text(List<OpShape> sig) {
+      return sig.stream().map(o -> o.op() + "(in=" + shapes(o.in()) + " " + o.inDtypes() + ", out="
+          + shapes(o.out()) + " " + o.outDtypes() + ")").collect(Collectors.joining(" + "));
+    }
+
     /**
      * The members whose signature is the odd one out: the minority when there is a majority; with a tie
      * (two-member groups), the members whose signature also differs from what they issued for the same op
      * earlier in the group.
      */
-    private List<Integer> minority(GroupKey g, long seq, Map<Integer, String> sigs) {
-      Map<String, List<Integer>> bySig = new TreeMap<>();
+    private List<Integer> minority(GroupKey g, long seq, Map<Integer, List<OpShape>> sigs) {
+      Map<List<OpShape>, List<Integer>> bySig = new HashMap<>();
       sigs.forEach((rank, sig) -> bySig.computeIfAbsent(sig, s -> new ArrayList<>()).add(rank));
       int max = bySig.values().stream().mapToInt(List::size).max().orElse(0);
       List<List<Integer>> majorities = bySig.values().stream().filter(l -> l.size() == max).toList();
@@ -387,7 +414,7 @@ public final class HangAnalyzer {
         while (prev != null && !opsOf(prev.getValue()).equals(ops)) {
           prev = t.collectives.lowerEntry(prev.getKey());
         }
-        if (prev != null && !signature(prev.getValue()).equals(signature(here))) {
+        if (prev != null && !shapeOf(prev.getValue()).equals(shapeOf(here))) {
           changed.add(rank);
         }
       }
@@ -398,20 +425,6 @@ public final class HangAnalyzer {
     /** The op names of one seq (several for a coalesced group), without sizes. */
     private static String opsOf(List<CollectiveRecord> recs) {
       return recs.stream().map(CollectiveRecord::getOp).collect(Collectors.joining("+"));
-    }
-
-  private static String signature(List<CollectiveRecord> recs) {
-      StringBuilder sb = new StringBuilder();
-      for (CollectiveRecord r : recs) {
-        if (sb.length() > 0) {
-          sb.append(" + ");
-        }
-        sb.append(r.getOp()).append("(in=").append(shapes(r.getInputSizesList()))
-            .append(' ').append(r.getInputDtypesList())
-            .append(", out=").append(shapes(r.getOutputSizesList()))
-            .append(' ').append(r.getOutputDtypesList()).append(')');
-      }
-      return sb.toString();
     }
 
     static String shapes(List<dev.frdiag.proto.v1.Shape> shapes) {

@@ -74,6 +74,7 @@ public final class Job {
         r.lastAdvanceNanos.clear();
       }
       r.identity = identity;
+      r.silent = false;
       r.link = link;
       r.session = session;
       r.liveness = Liveness.ALIVE;
@@ -110,12 +111,22 @@ public final class Job {
     }
   }
 
+  /** A silent rank that speaks again on its open stream was slow, not dead. */
+  private static void heard(RankState r, long nowNanos) {
+    r.lastSeenNanos = nowNanos;
+    if (r.silent && r.liveness == Liveness.LOST) {
+      r.liveness = Liveness.ALIVE;
+      r.silent = false;
+    }
+  }
+
   public void heartbeat(int rank, List<ProcessGroupProgress> progress, long dropped, long nowNanos, long nowMs) {
     synchronized (lock) {
       RankState r = ranks.get(rank);
       if (r == null) {
         return;
       }
+      heard(r, nowNanos);
       r.lastSeenNanos = nowNanos;
       r.lastSeenMs = nowMs;
       r.droppedRecords = Math.max(r.droppedRecords, dropped);
@@ -136,7 +147,7 @@ public final class Job {
       if (r == null) {
         return;
       }
-      r.lastSeenNanos = nowNanos;
+      heard(r, nowNanos);
       r.droppedRecords = Math.max(r.droppedRecords, dropped);
       for (CollectiveRecord rec : records) {
         // A re-sent record (its state moved on) replaces the earlier copy in place.
@@ -161,7 +172,7 @@ public final class Job {
       if (r == null) {
         return;
       }
-      r.lastSeenNanos = nowNanos;
+      heard(r, nowNanos);
       if (r.events.size() == RankState.MAX_EVENTS) {
         r.events.removeFirst();
       }
@@ -185,9 +196,13 @@ public final class Job {
   public void lost(int rank, String session, long nowNanos) {
     synchronized (lock) {
       RankState r = ranks.get(rank);
-      if (r != null && (session == null || r.session.equals(session)) && r.liveness == Liveness.ALIVE) {
+      if (r != null && (session == null || r.session.equals(session))
+          && (r.liveness == Liveness.ALIVE || r.silent)) {
+        if (!r.silent) {
+          r.lostAtNanos = nowNanos;
+        }
         r.liveness = Liveness.LOST;
-        r.lostAtNanos = nowNanos;
+        r.silent = false;
         r.link = null;
       }
     }
@@ -199,7 +214,7 @@ public final class Job {
     List<Integer> asked = new ArrayList<>();
     synchronized (lock) {
       for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        if (e.getValue().link != null && e.getValue().liveness == Liveness.ALIVE) {
+        if (e.getValue().link != null) {
           links.add(e.getValue().link);
           asked.add(e.getKey());
         }
@@ -242,7 +257,9 @@ public final class Job {
         }
         String missing = answered ? "" : reply != null ? "dump failed: " + reply.getError()
             : r.liveness == Liveness.LOST ? "stream lost" : noReplyReason;
-        out.add(new RankEvidence(e.getKey(), r.identity, r.liveness, answered, missing,
+        // A rank that answered the dump request is alive, however late its heartbeats were.
+        Liveness liveness = answered ? Liveness.ALIVE : r.liveness;
+        out.add(new RankEvidence(e.getKey(), r.identity, liveness, answered, missing,
             new ArrayList<>(r.groups.values()), records, progress, new ArrayList<>(r.events), frames));
       }
       return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold);
@@ -264,8 +281,8 @@ public final class Job {
         RankState r = e.getValue();
         if (r.liveness == Liveness.ALIVE && nowNanos - r.lastSeenNanos > heartbeatTimeout.toNanos()) {
           r.liveness = Liveness.LOST;
+          r.silent = true;
           r.lostAtNanos = nowNanos;
-          r.link = null;
         }
         if (r.liveness == Liveness.LOST && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
           return "rank_lost";

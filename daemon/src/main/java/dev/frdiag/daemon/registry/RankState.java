@@ -32,6 +32,8 @@ final class RankState {
   long lastSeenNanos;
   long lastSeenMs;
   long lostAtNanos;
+  /** Lost only because it went silent: its stream is still open, and any message brings it back. */
+  boolean silent;
   long droppedRecords;
   /** An event arrived that no incident has looked at yet. */
   boolean unhandledEvent;
