@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.analysis.Warmup;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;
@@ -26,6 +27,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Daemon implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Daemon.class);
+  /** Enough runs of the synthetic hang for the JIT to compile the analysis' hot paths (about 1 s of CPU). */
+  static final int WARMUP_ROUNDS = 200;
 
   private final DaemonSettings settings;
   private final JobRegistry registry;
@@ -78,6 +81,8 @@ public final class Daemon implements AutoCloseable {
             + ": " + e.getMessage(), e);
       }
       watchdog.start();
+      // Compile the analysis before the first incident needs it; low priority work on an idle executor.
+      analysisExecutor.execute(() -> Warmup.run(WARMUP_ROUNDS));
       started = true;
     }
     log.info("frdiag daemon listening on {}:{} data-dir={} stall-timeout={}s", settings.bindAddress(), port(),

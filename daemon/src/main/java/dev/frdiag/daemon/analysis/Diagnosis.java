@@ -19,10 +19,12 @@ import java.util.List;
  * @param rankStates ranks grouped by where they are ("waiting in tp0#42 _all_gather_base" → ranks)
  * @param headline the verdict in one sentence
  * @param recommendation what to do next
+ * @param stuckSinceNs epoch ns when the first member issued the stuck collective; 0 when unknown
  */
 public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritRanks, List<String> culpritHosts,
     CollectiveRef collective, double confidence, List<Evidence> evidence, List<Culprit> culprits,
-    List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation) {
+    List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation,
+    long stuckSinceNs) {
 
   public Diagnosis {
     if (confidence < 0 || confidence > 1) {

@@ -267,11 +267,15 @@ public final class HangAnalyzer {
         int rank = e.getKey();
         MemberState s = e.getValue();
         RankIndex r = ranks.get(rank);
-        if (s == MemberState.DONE || s == MemberState.WAITING) {
+        if (s == MemberState.DONE) {
           continue;
         }
+        // A lost member will never finish its part, even one its device had started.
         if (r != null && r.evidence.liveness() == Liveness.LOST) {
           n.suspect(Cause.DEAD, rank);
+          continue;
+        }
+        if (s == MemberState.WAITING) {
           continue;
         }
         if (s == MemberState.UNKNOWN) {
@@ -339,74 +343,114 @@ public final class HangAnalyzer {
         if (!stuckGroups.contains(g)) {
           continue;
         }
-        Map<Long, Map<Integer, List<OpShape>>> bySeq = new TreeMap<>();
+        int groupSize = (int) g.size();
+        Map<Long, Map<Integer, List<CollectiveRecord>>> bySeq = new TreeMap<>();
+        Map<Long, Map<Integer, List<CollectiveRecord>>> p2pBySeq = new TreeMap<>();
         for (int member : members.get(g)) {
           RankIndex r = ranks.get(member);
           RankIndex.Track t = r == null ? null : r.tracks.get(g);
           if (t == null) {
             continue;
           }
-          for (Map.Entry<Long, List<CollectiveRecord>> e : t.collectives.entrySet()) {
-            bySeq.computeIfAbsent(e.getKey(), s -> new TreeMap<>()).put(member, shapeOf(e.getValue()));
-          }
+          t.collectives.forEach((seq, recs) -> bySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs));
+          t.p2p.forEach((seq, recs) -> p2pBySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs));
         }
-        for (Map.Entry<Long, Map<Integer, List<OpShape>>> e : bySeq.entrySet()) {
-          Map<Integer, List<OpShape>> sigs = e.getValue();
-          if (sigs.size() < 2 || new java.util.HashSet<>(sigs.values()).size() == 1) {
-            continue;
-          }
-          List<Integer> culprits = minority(g, e.getKey(), sigs);
-          Node n = node(g, e.getKey(), false);
-          for (int c : culprits) {
-            n.suspect(Cause.MISMATCH, c);
-          }
-          String expected = sigs.entrySet().stream().filter(x -> !culprits.contains(x.getKey()))
-              .map(x -> text(x.getValue())).findFirst().orElse("?");
-          List<Integer> others = sigs.keySet().stream().filter(x -> !culprits.contains(x)).toList();
-          String detail = culprits.stream()
-              .map(c -> "rank " + c + " issued " + text(sigs.get(c))).collect(Collectors.joining("; "))
-              + " where ranks " + compact(others) + " issued " + expected + " (" + g.name() + " seq " + e.getKey()
-              + ")";
-          found.add(new Evidence("signature_mismatch", culprits, detail));
-          break;
+        Evidence e = firstCollectiveMismatch(g, groupSize, bySeq);
+        if (e == null && groupSize == 2) {
+          e = firstP2pMismatch(g, p2pBySeq);
+        }
+        if (e != null) {
+          found.add(e);
         }
       }
       return found;
     }
 
-    /** What members must agree on for one op: name, shapes and dtypes. Compared by value, printed on demand. */
-    private record OpShape(String op, List<dev.frdiag.proto.v1.Shape> in, List<String> inDtypes,
-        List<dev.frdiag.proto.v1.Shape> out, List<String> outDtypes) {}
-
-    private static List<OpShape> shapeOf(List<CollectiveRecord> recs) {
-      List<OpShape> out = new ArrayList<>(recs.size());
-      for (CollectiveRecord r : recs) {
-        out.add(new OpShape(r.getOp(), r.getInputSizesList(), r.getInputDtypesList(), r.getOutputSizesList(),
-            r.getOutputDtypesList()));
+    private Evidence firstCollectiveMismatch(GroupKey g, int groupSize,
+        Map<Long, Map<Integer, List<CollectiveRecord>>> bySeq) {
+      for (Map.Entry<Long, Map<Integer, List<CollectiveRecord>>> e : bySeq.entrySet()) {
+        long seq = e.getKey();
+        Map<Integer, List<CollectiveRecord>> byRank = e.getValue();
+        // Problems inside one rank's own op (a gather whose output cannot hold group-size inputs, …).
+        Map<Integer, List<String>> own = new TreeMap<>();
+        byRank.forEach((rank, recs) -> {
+          List<String> problems = CollectiveMatch.selfCheck(recs, groupSize);
+          if (!problems.isEmpty()) {
+            own.put(rank, problems);
+          }
+        });
+        if (!own.isEmpty()) {
+          List<Integer> culprits = List.copyOf(own.keySet());
+          return mismatch(g, seq, false, culprits, own.entrySet().stream()
+              .map(x -> "rank " + x.getKey() + ": " + String.join("; ", x.getValue()))
+              .collect(Collectors.joining("; ")) + " (" + g.name() + " seq " + seq + ")");
+        }
+        if (byRank.size() < 2) {
+          continue;
+        }
+        Map<Integer, List<Object>> keys = new TreeMap<>();
+        byRank.forEach((rank, recs) -> keys.put(rank, CollectiveMatch.key(recs)));
+        if (new java.util.HashSet<>(keys.values()).size() > 1) {
+          List<Integer> culprits = minority(g, seq, keys);
+          List<Integer> others = keys.keySet().stream().filter(x -> !culprits.contains(x)).toList();
+          String expected = others.isEmpty() ? "?" : CollectiveMatch.describe(byRank.get(others.get(0)));
+          return mismatch(g, seq, false, culprits, culprits.stream()
+              .map(c -> "rank " + c + " issued " + CollectiveMatch.describe(byRank.get(c)))
+              .collect(Collectors.joining("; ")) + " where ranks " + compact(others) + " issued " + expected
+              + " (" + g.name() + " seq " + seq + ")");
+        }
+        if (byRank.size() == groupSize && CollectiveMatch.isAllToAll(byRank.values().iterator().next())) {
+          long in = byRank.values().stream().mapToLong(CollectiveMatch::inputNumel).sum();
+          long out = byRank.values().stream().mapToLong(CollectiveMatch::outputNumel).sum();
+          if (in != out) {
+            // The totals say the split sizes disagree, not which rank is wrong.
+            return mismatch(g, seq, false, List.copyOf(byRank.keySet()), "all_to_all totals do not balance: "
+                + "total input numel " + in + " but total output numel " + out + " over ranks "
+                + compact(List.copyOf(byRank.keySet())) + " (" + g.name() + " seq " + seq + ")");
+          }
+        }
       }
-      return out;
+      return null;
     }
 
-    private static String text(List<OpShape> sig) {
-      return sig.stream().map(o -> o.op() + "(in=" + shapes(o.in()) + " " + o.inDtypes() + ", out="
-          + shapes(o.out()) + " " + o.outDtypes() + ")").collect(Collectors.joining(" + "));
+    private Evidence firstP2pMismatch(GroupKey g, Map<Long, Map<Integer, List<CollectiveRecord>>> bySeq) {
+      for (Map.Entry<Long, Map<Integer, List<CollectiveRecord>>> e : bySeq.entrySet()) {
+        if (e.getValue().size() != 2) {
+          continue;
+        }
+        List<Integer> pair = List.copyOf(e.getValue().keySet());
+        CollectiveRecord a = e.getValue().get(pair.get(0)).get(0);
+        CollectiveRecord b = e.getValue().get(pair.get(1)).get(0);
+        String problem = CollectiveMatch.p2pProblem(pair.get(0), a, pair.get(1), b);
+        if (problem != null) {
+          return mismatch(g, e.getKey(), true, pair, problem + " (" + g.name() + " p2p seq " + e.getKey() + ")");
+        }
+      }
+      return null;
+    }
+
+    private Evidence mismatch(GroupKey g, long seq, boolean p2p, List<Integer> culprits, String detail) {
+      Node n = node(g, seq, p2p);
+      for (int c : culprits) {
+        n.suspect(Cause.MISMATCH, c);
+      }
+      return new Evidence("signature_mismatch", culprits, detail);
     }
 
     /**
-     * The members whose signature is the odd one out: the minority when there is a majority; with a tie
-     * (two-member groups), the members whose signature also differs from what they issued for the same op
-     * earlier in the group.
+     * The members whose op is the odd one out: the minority when there is a majority; with a tie (two-member
+     * groups), the members whose op also differs from what they issued for the same op earlier in the group.
      */
-    private List<Integer> minority(GroupKey g, long seq, Map<Integer, List<OpShape>> sigs) {
-      Map<List<OpShape>, List<Integer>> bySig = new HashMap<>();
-      sigs.forEach((rank, sig) -> bySig.computeIfAbsent(sig, s -> new ArrayList<>()).add(rank));
-      int max = bySig.values().stream().mapToInt(List::size).max().orElse(0);
-      List<List<Integer>> majorities = bySig.values().stream().filter(l -> l.size() == max).toList();
+    private List<Integer> minority(GroupKey g, long seq, Map<Integer, List<Object>> keys) {
+      Map<List<Object>, List<Integer>> byKey = new HashMap<>();
+      keys.forEach((rank, key) -> byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(rank));
+      int max = byKey.values().stream().mapToInt(List::size).max().orElse(0);
+      List<List<Integer>> majorities = byKey.values().stream().filter(l -> l.size() == max).toList();
       if (majorities.size() == 1) {
-        return sigs.keySet().stream().filter(r -> !majorities.get(0).contains(r)).sorted().toList();
+        return keys.keySet().stream().filter(r -> !majorities.get(0).contains(r)).sorted().toList();
       }
       List<Integer> changed = new ArrayList<>();
-      for (int rank : sigs.keySet()) {
+      for (int rank : keys.keySet()) {
         RankIndex.Track t = ranks.get(rank).tracks.get(g);
         List<CollectiveRecord> here = t.collectives.get(seq);
         String ops = opsOf(here);
@@ -414,21 +458,17 @@ public final class HangAnalyzer {
         while (prev != null && !opsOf(prev.getValue()).equals(ops)) {
           prev = t.collectives.lowerEntry(prev.getKey());
         }
-        if (prev != null && !shapeOf(prev.getValue()).equals(shapeOf(here))) {
+        if (prev != null && !CollectiveMatch.key(prev.getValue()).equals(keys.get(rank))) {
           changed.add(rank);
         }
       }
-      return changed.isEmpty() || changed.size() == sigs.size() ? sigs.keySet().stream().sorted().toList()
+      return changed.isEmpty() || changed.size() == keys.size() ? keys.keySet().stream().sorted().toList()
           : changed;
     }
 
     /** The op names of one seq (several for a coalesced group), without sizes. */
     private static String opsOf(List<CollectiveRecord> recs) {
       return recs.stream().map(CollectiveRecord::getOp).collect(Collectors.joining("+"));
-    }
-
-    static String shapes(List<dev.frdiag.proto.v1.Shape> shapes) {
-      return shapes.stream().map(s -> s.getDimsList().toString()).collect(Collectors.joining(",", "[", "]"));
     }
 
     private void addRankEvents() {
@@ -628,8 +668,9 @@ public final class HangAnalyzer {
       List<String> hosts = culprits.stream().map(c -> ranks.get(c) == null ? "?" : ranks.get(c).evidence.host())
           .distinct().sorted().toList();
       List<Culprit> details = culprits.stream().map(c -> culprit(c, primary)).toList();
+      long since = primary == null || primary.firstCreatedNs == Long.MAX_VALUE ? 0 : primary.firstCreatedNs;
       return new Diagnosis(verdict, symptom, culprits, hosts, primary == null ? null : ref(primary), confidence,
-          evidence, details, stuck, rankStates(), headline, recommendation);
+          evidence, details, stuck, rankStates(), headline, recommendation, since);
     }
 
     private Culprit culprit(int rank, Node primary) {

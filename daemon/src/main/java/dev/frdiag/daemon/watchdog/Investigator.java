@@ -88,9 +88,15 @@ public final class Investigator {
           JobEvidence evidence = job.evidence(replies, epochNanos(gathered), stallThreshold,
               "no snapshot within " + deadline.toMillis() + " ms");
           Diagnosis diagnosis = HangAnalyzer.analyze(evidence);
+          if (diagnosis.stuckSinceNs() > 0 && diagnosis.collective() != null) {
+            Instant since = Instant.ofEpochSecond(0, diagnosis.stuckSinceNs());
+            // Comes first: the hang began before anyone noticed it.
+            timeline.add(0, new Report.TimelineEntry(since.toString(), "first divergence: "
+                + diagnosis.collective().label() + " issued by its first member; it never completed"));
+          }
           Instant now = clock.get();
           timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
-              + " ranks in " + Duration.between(gathered, now).toMillis() + " ms"));
+              + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
           Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now, diagnosis, timeline);
           store.save(report);
           job.reportWritten(report.reportId());

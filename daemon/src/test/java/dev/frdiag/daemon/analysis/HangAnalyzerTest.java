@@ -98,6 +98,7 @@ class HangAnalyzerTest {
     Snapshots s = healthySteps(job(), 2);
     s.issue(6, "tp3", "_all_gather_base", STARTED, 1024, "Float")
         .issue(7, "tp3", "_all_gather_base", STARTED, 1024, "BFloat16");
+    // Both ranks issued Float gathers before: rank 7 is the one that changed.
     Diagnosis d = HangAnalyzer.analyze(s.offline());
     assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
     assertThat(d.culpritRanks()).containsExactly(7);
@@ -154,8 +155,8 @@ class HangAnalyzerTest {
   @Test
   void pipelineSendWhoseRecvNeverComesBlamesTheReceiver() {
     Snapshots s = new Snapshots(2).group("pp", 0, 1);
-    s.all("pp", "send", COMPLETED);
-    s.only("pp", "send", STARTED, 0);
+    s.issue(0, "pp", "send", COMPLETED, 64, "Float").issue(1, "pp", "recv", COMPLETED, 64, "Float");
+    s.issue(0, "pp", "send", STARTED, 64, "Float");
     Diagnosis d = HangAnalyzer.analyze(s.offline());
     assertThat(d.symptom()).isEqualTo(Symptom.CPU_STALL);
     assertThat(d.culpritRanks()).containsExactly(1);
@@ -216,5 +217,74 @@ class HangAnalyzerTest {
       Diagnosis d = HangAnalyzer.analyze(new JobEvidence("t", 8, shuffled, 0, Duration.ofSeconds(1)));
       assertThat(d).isEqualTo(expected);
     }
+  }
+
+  @Test
+  void coalescedGroupWhoseMembersDifferIsAMismatchOnTheOddRank() {
+    Snapshots s = healthySteps(job(), 2);
+    for (int r : new int[] {0, 2, 6}) {
+      s.coalesced(r, "dpA", STARTED, 1024, "all_reduce", "all_reduce");
+    }
+    s.coalesced(4, "dpA", STARTED, 1024, "all_reduce");
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
+    assertThat(d.culpritRanks()).containsExactly(4);
+    assertThat(d.collective().seq()).isEqualTo(3);
+  }
+
+  @Test
+  void allToAllWithUnevenSplitsIsFineButUnbalancedTotalsAreAMismatch() {
+    Snapshots even = healthySteps(job(), 1);
+    // Per-rank sizes differ (uneven splits) but the totals balance: not a mismatch; the hang is elsewhere.
+    even.issue(0, "dpA", "all_to_all", COMPLETED, 100, 40, "Float").issue(2, "dpA", "all_to_all", COMPLETED, 20, 80, "Float")
+        .issue(4, "dpA", "all_to_all", COMPLETED, 50, 50, "Float").issue(6, "dpA", "all_to_all", COMPLETED, 30, 30, "Float");
+    even.only("tp0", "_all_gather_base", STARTED, 0);
+    assertThat(HangAnalyzer.analyze(even.offline()).symptom()).isEqualTo(Symptom.CPU_STALL);
+
+    Snapshots unbalanced = healthySteps(job(), 1);
+    unbalanced.issue(0, "dpA", "all_to_all", STARTED, 100, 40, "Float")
+        .issue(2, "dpA", "all_to_all", STARTED, 20, 80, "Float")
+        .issue(4, "dpA", "all_to_all", STARTED, 50, 50, "Float")
+        .issue(6, "dpA", "all_to_all", STARTED, 30, 10, "Float");
+    Diagnosis d = HangAnalyzer.analyze(unbalanced.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
+    assertThat(d.evidence().get(0).detail())
+        .startsWith("all_to_all totals do not balance: total input numel 200 but total output numel 180");
+  }
+
+  @Test
+  void gatherWhoseOutputCannotHoldTheGroupIsAMismatchOnThatRank() {
+    Snapshots s = healthySteps(job(), 1);
+    s.issue(0, "dpA", "_all_gather_base", STARTED, 256, 1024, "BFloat16")
+        .issue(2, "dpA", "_all_gather_base", STARTED, 256, 1024, "BFloat16")
+        .issue(4, "dpA", "_all_gather_base", STARTED, 256, 512, "BFloat16")
+        .issue(6, "dpA", "_all_gather_base", STARTED, 256, 1024, "BFloat16");
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
+    assertThat(d.culpritRanks()).containsExactly(4);
+    assertThat(d.evidence().get(0).detail())
+        .contains("_all_gather_base input numel 256 * group size 4 does not match output numel 512");
+  }
+
+  @Test
+  void twoRanksThatBothSendIsAPairingMismatch() {
+    Snapshots s = new Snapshots(2).group("pp", 0, 1);
+    s.issue(0, "pp", "send", COMPLETED, 64, "Float").issue(1, "pp", "recv", COMPLETED, 64, "Float");
+    s.issue(0, "pp", "send", STARTED, 64, "Float").issue(1, "pp", "send", STARTED, 64, "Float");
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
+    assertThat(d.culpritRanks()).containsExactly(0, 1);
+    assertThat(d.evidence().get(0).detail()).startsWith("ranks 0 and 1 both issued send to each other");
+  }
+
+  @Test
+  void rankThatDiedInsideTheCollectiveIsDeadEvenThoughItStartedIt() {
+    // Rank 3 issued and started the gather, then its process died: its last records say "started", like
+    // its peers', but it will never complete.
+    Snapshots s = healthySteps(job(), 2).all("tp1", "_all_gather_base", STARTED).lost(3);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.DEAD_RANK);
+    assertThat(d.culpritRanks()).containsExactly(3);
+    assertThat(d.collective().processGroup()).isEqualTo("tp1");
   }
 }

@@ -59,22 +59,57 @@ final class Snapshots {
     return this;
   }
 
+  /** One op of {@code size} elements per rank, with output sizes as the op implies (gathers grow by the group). */
   Snapshots issue(int rank, String group, String op, CollectiveState state, long size, String dtype) {
+    int n = groups.get(group).length;
+    long out = op.contains("all_gather") ? size * n : op.contains("reduce_scatter") ? size / n : size;
+    return issue(rank, group, op, state, size, out, dtype);
+  }
+
+  /** One op with its own input and output numel (one 1-D tensor each side). */
+  Snapshots issue(int rank, String group, String op, CollectiveState state, long in, long out, String dtype) {
     boolean p2p = op.equals("send") || op.equals("recv");
     long seq = seqs.get(rank).merge(group + (p2p ? "/p2p" : ""), 1L, Long::sum);
+    record(rank, group, op, seq, state, in, out, dtype);
+    return this;
+  }
+
+  /** A coalesced group of {@code ops} on {@code group}: one seq shared by all, closed by its end marker. */
+  Snapshots coalesced(int rank, String group, CollectiveState state, long size, String... ops) {
+    long seq = seqs.get(rank).merge(group, 1L, Long::sum);
+    for (String op : ops) {
+      record(rank, group, op, seq, state, size, size, "Float");
+    }
+    record(rank, group, "coalesced", seq, state, 0, 0, "Float");
+    return this;
+  }
+
+  private void record(int rank, String group, String op, long seq, CollectiveState state, long in, long out,
+      String dtype) {
+    boolean p2p = op.equals("send") || op.equals("recv");
     int[] members = groups.get(group);
+    int peer = -1;
+    if (p2p) {
+      for (int m : members) {
+        if (m != rank) {
+          peer = m;
+        }
+      }
+    }
     CollectiveRecord.Builder b = CollectiveRecord.newBuilder()
         .setRecordId(records.get(rank).size() + 1000L * rank)
-        .setProcessGroup(group).setOp(op).setIsP2P(p2p).setPeer(-1)
+        .setProcessGroup(group).setOp(op).setIsP2P(p2p).setPeer(peer)
         .setCollectiveSeq(p2p ? 0 : seq).setP2PSeq(p2p ? seq : 0)
-        .addInputSizes(Shape.newBuilder().addDims(size)).addOutputSizes(Shape.newBuilder().addDims(size))
-        .addInputDtypes(dtype).addOutputDtypes(dtype).setState(state)
+        .setState(state)
         .setTimeCreatedNs(clock)
         .setTimeStartedNs(state == CollectiveState.SCHEDULED ? 0 : clock + 10)
         .setTimeCompletedNs(state == CollectiveState.COMPLETED ? clock + 20 : 0)
         .setCommsId(CommsId.of(group, seq, p2p, CommsId.layoutOf(members)));
+    if (!op.equals("coalesced")) {
+      b.addInputSizes(Shape.newBuilder().addDims(in)).addOutputSizes(Shape.newBuilder().addDims(out))
+          .addInputDtypes(dtype).addOutputDtypes(dtype);
+    }
     records.get(rank).add(b.build());
-    return this;
   }
 
   Snapshots lost(int rank) {
