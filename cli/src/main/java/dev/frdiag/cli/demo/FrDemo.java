@@ -108,6 +108,10 @@ public final class FrDemo implements Callable<Integer> {
   CommandLine.Model.CommandSpec spec;
 
   public static void main(String[] args) {
+    // The demo narrates on stderr itself; the embedded daemon's own log lines would only interleave with it.
+    if (System.getProperty("frdiag.log.level") == null) {
+      System.setProperty("frdiag.log.level", "ERROR");
+    }
     System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
   }
 

@@ -547,8 +547,19 @@ public final class HangAnalyzer {
       if (cause == Cause.MISMATCH) {
         evidence.addAll(mismatches);
       }
-      for (Node n : causal) {
-        evidence.addAll(describe(n));
+      evidence.addAll(describe(primary));
+      List<Node> alsoHeld = causal.subList(1, causal.size());
+      if (!alsoHeld.isEmpty()) {
+        // The same culprits hold up more collectives: one line, not a repeat of the story per collective.
+        Set<Integer> waiters = new TreeSet<>();
+        alsoHeld.forEach(n -> waiters.addAll(n.in(MemberState.WAITING)));
+        String listed = alsoHeld.stream().limit(CASCADE_LISTED).map(this::label)
+            .collect(Collectors.joining(", "));
+        int more = alsoHeld.size() - CASCADE_LISTED;
+        evidence.add(new Evidence("also_held_up", List.copyOf(culprits), capitalize(who(List.copyOf(culprits)))
+            + " also hold" + (culprits.size() == 1 ? "s" : "") + " up " + listed
+            + (more > 0 ? " and " + more + " more" : "")
+            + (waiters.isEmpty() ? "" : ", where " + who(List.copyOf(waiters)) + " wait")));
       }
       for (Node n : roots) {
         if (!causal.contains(n)) {
@@ -607,37 +618,40 @@ public final class HangAnalyzer {
         String why = r == null ? "sent no evidence at all"
             : r.evidence.liveness() == Liveness.LOST ? "its stream ended without a goodbye (process or host gone)"
             : "sent no snapshot" + (r.evidence.missingReason().isEmpty() ? "" : ": " + r.evidence.missingReason());
-        out.add(new Evidence("rank_lost", List.of(rank), "rank " + rank + " " + why + " while members of "
+        out.add(new Evidence("rank_lost", List.of(rank), "Rank " + rank + " " + why + " while members of "
             + what + " wait on it"));
       }
       List<Integer> cpu = new ArrayList<>(notIssued);
       cpu.removeAll(dead);
       if (!cpu.isEmpty()) {
-        out.add(new Evidence("not_issued", cpu, "ranks " + compact(cpu) + " never issued " + what
+        out.add(new Evidence("not_issued", cpu, capitalize(who(cpu)) + " never issued " + what
             + lastIssued(cpu, n)));
       }
-      List<Integer> gpu = new ArrayList<>(issued);
-      gpu.removeAll(dead);
+      // Only members whose own device is to blame; the others are queued behind their own stuck ops.
+      Set<Integer> deviceSuspects = new TreeSet<>(n.suspects.getOrDefault(Cause.GPU, Set.of()));
+      deviceSuspects.addAll(n.suspects.getOrDefault(Cause.DEVICE_ERROR, Set.of()));
+      List<Integer> gpu = issued.stream().filter(deviceSuspects::contains).toList();
       if (!gpu.isEmpty()) {
         boolean starts = gpu.stream().allMatch(r -> ranks.get(r).recordsStarts);
-        out.add(new Evidence(starts ? "not_started" : "completion_lag", gpu, "ranks " + compact(gpu)
-            + " issued " + what + " but " + (starts ? "their devices never started it" : "never completed it")
+        String device = gpu.size() == 1 ? "its device" : "their devices";
+        out.add(new Evidence(starts ? "not_started" : "completion_lag", gpu, capitalize(who(gpu))
+            + " issued " + what + " but " + (starts ? device + " never started it" : "never completed it")
             + (waiting.isEmpty() && done.isEmpty() ? ""
-                : " while ranks " + compact(union(waiting, done)) + (waiting.isEmpty() ? " completed it"
+                : " while " + who(union(waiting, done)) + (waiting.isEmpty() ? " completed it"
                     : " started it"))));
       }
       if (!waiting.isEmpty()) {
         String kind = n.suspects.containsKey(Cause.FABRIC) ? "all_started_none_completed" : "waiting";
-        out.add(new Evidence(kind, waiting, "ranks " + compact(waiting) + " started " + what
-            + " and wait for it to complete"
+        out.add(new Evidence(kind, waiting, capitalize(who(waiting)) + " started " + what
+            + " and wait" + (waiting.size() == 1 ? "s" : "") + " for it to complete"
             + (kind.equals("all_started_none_completed") ? ": every member started it and none completed" : "")));
       }
       if (n.allIssuedNoneStarted) {
         out.add(new Evidence("all_issued_none_completed", union(issued, waiting),
-            "every member issued " + what + " and none completed it"));
+            "Every member issued " + what + " and none completed it"));
       }
       if (!unknown.isEmpty() && dead.isEmpty()) {
-        out.add(new Evidence("no_snapshot", unknown, "no evidence from ranks " + compact(unknown)));
+        out.add(new Evidence("no_snapshot", unknown, "No evidence from " + who(unknown)));
       }
       return out;
     }
@@ -728,8 +742,8 @@ public final class HangAnalyzer {
 
     private static String recordLabel(CollectiveRecord r) {
       long seq = r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq();
-      return r.getProcessGroup() + (r.getIsP2P() ? " p2p#" : "#") + seq + " " + r.getOp() + " "
-          + r.getState().name().toLowerCase();
+      return r.getProcessGroup() + (r.getIsP2P() ? " p2p#" : "#") + seq + " " + r.getOp() + " ("
+          + r.getState().name().toLowerCase() + ")";
     }
 
     private CollectiveRef ref(Node n) {
@@ -800,10 +814,19 @@ public final class HangAnalyzer {
     return Ranks.compact(ranks);
   }
 
+  /** "rank 5" or "ranks 4, 6, 7" (runs collapsed). */
+  static String who(List<Integer> ranks) {
+    return (ranks.size() == 1 ? "rank " : "ranks ") + bare(ranks);
+  }
+
   /** A rank list for prose: "5" or "0-4, 6-15". */
   private static String bare(List<Integer> ranks) {
     String c = compact(ranks);
     return c.substring(1, c.length() - 1);
+  }
+
+  private static String capitalize(String s) {
+    return s.isEmpty() ? s : Character.toUpperCase(s.charAt(0)) + s.substring(1);
   }
 
   private static String plural(List<Integer> ranks) {

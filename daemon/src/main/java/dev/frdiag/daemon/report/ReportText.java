@@ -5,10 +5,19 @@ import dev.frdiag.daemon.analysis.Culprit;
 import dev.frdiag.daemon.analysis.Diagnosis;
 import dev.frdiag.daemon.analysis.Evidence;
 import dev.frdiag.daemon.analysis.Ranks;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 
 /** Renders a {@link Report} for people: plain text for the terminal, or Markdown for the report file. */
 public final class ReportText {
+  private static final DateTimeFormatter TIME_OF_DAY =
+      DateTimeFormatter.ofPattern("HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
+
   private ReportText() {}
 
   /** The terminal rendering: the verdict in one sentence first, then the details. */
@@ -35,7 +44,10 @@ public final class ReportText {
     if (!r.reportId().isEmpty()) {
       field(sb, md, "report", r.reportId());
     }
-    field(sb, md, "created", r.createdAt() + " (trigger: " + r.trigger() + ")");
+    Instant created = parse(r.createdAt());
+    field(sb, md, "created", (created == null ? r.createdAt()
+        : DateTimeFormatter.ISO_INSTANT.format(created.truncatedTo(ChronoUnit.SECONDS))) + " (trigger: "
+        + r.trigger() + ")");
     CollectiveRef c = r.collective();
     if (c != null) {
       field(sb, md, "collective", c.processGroup() + (c.processGroupDesc().isEmpty() ? ""
@@ -51,7 +63,7 @@ public final class ReportText {
       for (Culprit k : r.culprits()) {
         item(sb, md, "rank " + k.rank() + "  host " + k.host() + (k.pid() > 0 ? "  pid " + k.pid() : "")
             + (k.cudaDevice() >= 0 ? "  cuda:" + k.cudaDevice() : "")
-            + (k.lastOp().isEmpty() ? "" : "  last op: " + k.lastOp()));
+            + (k.lastOp().isEmpty() ? "" : "  newest record: " + k.lastOp()));
         for (String frame : k.stack()) {
           sb.append(md ? "    - `" + frame + "`\n" : "      at " + frame + "\n");
         }
@@ -71,13 +83,25 @@ public final class ReportText {
     }
     if (!r.timeline().isEmpty()) {
       section(sb, md, "Timeline");
+      Instant first = parse(r.timeline().get(0).at());
       for (Report.TimelineEntry t : r.timeline()) {
-        item(sb, md, t.at() + "  " + t.event());
+        Instant at = parse(t.at());
+        String when = at == null || first == null ? t.at()
+            : TIME_OF_DAY.format(at) + String.format(" (+%.3f s)", Duration.between(first, at).toNanos() / 1e9);
+        item(sb, md, when + "  " + t.event());
       }
     }
     section(sb, md, "Recommended action");
     sb.append(md ? "" : "  ").append(r.recommendation()).append('\n');
     return sb.toString();
+  }
+
+  private static Instant parse(String iso) {
+    try {
+      return Instant.parse(iso);
+    } catch (DateTimeParseException e) {
+      return null;
+    }
   }
 
   private static void section(StringBuilder sb, boolean md, String name) {
