@@ -787,7 +787,7 @@ public final class HangAnalyzer {
 
     private static String peers(Node n, List<Integer> culprits) {
       List<Integer> others = n.states.keySet().stream().filter(r -> !culprits.contains(r)).toList();
-      return others.isEmpty() ? "its peers" : "ranks " + bare(others);
+      return others.isEmpty() ? "its peers" : who(others);
     }
   }
 
