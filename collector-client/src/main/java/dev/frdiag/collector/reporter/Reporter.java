@@ -4,8 +4,6 @@ import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.ring.RecordRing;
 import dev.frdiag.collector.ring.RecordView;
 import dev.frdiag.proto.v1.CollectiveRecord;
-import dev.frdiag.proto.v1.CollectorGrpc;
-import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.Goodbye;
@@ -18,9 +16,6 @@ import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.RecordBatch;
 import io.grpc.Channel;
-import io.grpc.Status;
-import io.grpc.stub.ClientCallStreamObserver;
-import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
 import java.util.BitSet;
 import java.util.Objects;
@@ -54,7 +49,7 @@ public final class Reporter implements AutoCloseable {
 
   private final FlightRecorder recorder;
   private final RankIdentity identity;
-  private final CollectorGrpc.CollectorStub stub;
+  private final RankStream stream;
   private final ReporterSettings settings;
   private final ScheduledExecutorService executor;
   private final boolean ownsExecutor;
@@ -64,12 +59,8 @@ public final class Reporter implements AutoCloseable {
   private final ArrayBlockingQueue<RankEvent> events;
   private final AtomicLong droppedEvents = new AtomicLong();
   private final RecordView view = new RecordView();
-  private final CompletableFuture<Void> firstWelcome = new CompletableFuture<>();
 
-  // Stream state, guarded by lock (touched only from tick and close).
-  private Stream stream;
-  private long nextConnectAtNanos;
-  private long backoffNanos;
+  // Shipping state, guarded by lock (touched only from tick and close).
   private long newCursor;
   private long[] open = new long[16];
   private int openCount;
@@ -79,7 +70,6 @@ public final class Reporter implements AutoCloseable {
   private final BitSet shippedStacks = new BitSet();
   private boolean closed;
   private boolean killed;
-  private long connects;
 
   private final ScheduledFuture<?> ticker;
 
@@ -87,7 +77,18 @@ public final class Reporter implements AutoCloseable {
     this.recorder = b.recorder;
     this.identity = b.identity;
     this.settings = b.settings;
-    this.stub = CollectorGrpc.newStub(b.channel);
+    this.stream = new RankStream(b.channel, settings, "rank " + identity.getGlobalRank(), new RankStream.Listener() {
+      @Override
+      public RankMessage hello() {
+        return onNewStream();
+      }
+
+      @Override
+      public void onDumpRequest(DumpRequest request) {
+        dumpRequests.add(request);
+        executor.execute(Reporter.this::tick);
+      }
+    });
     this.clockNanos = b.clockNanos;
     this.events = new ArrayBlockingQueue<>(settings.maxQueuedEvents());
     if (b.executor != null) {
@@ -134,21 +135,17 @@ public final class Reporter implements AutoCloseable {
 
   /** True while a stream is open and welcomed by the daemon. */
   public boolean isConnected() {
-    synchronized (lock) {
-      return stream != null && stream.welcomed;
-    }
+    return stream.isWelcomed();
   }
 
   /** Completes when the daemon first welcomes this rank. */
   public CompletableFuture<Void> firstConnect() {
-    return firstWelcome;
+    return stream.firstWelcome();
   }
 
   /** Number of streams the daemon has welcomed so far (1 after the first connect). */
   public long connectCount() {
-    synchronized (lock) {
-      return connects;
-    }
+    return stream.welcomes();
   }
 
   /**
@@ -167,16 +164,11 @@ public final class Reporter implements AutoCloseable {
     try {
       executor.submit(() -> {
         synchronized (lock) {
-          Stream s = stream;
-          if (s != null && s.welcomed && !killed) {
-            shipDeltas(s, deadline);
-            drainEvents(s);
-            s.send(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("shutdown")).build());
-            s.requests.onCompleted();
-          } else if (s != null) {
-            s.requests.cancel("reporter closed", null);
+          if (stream.isWelcomed() && !killed) {
+            shipDeltas(deadline);
+            drainEvents();
           }
-          stream = null;
+          stream.finish(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("shutdown")).build());
         }
       }).get(settings.shutdownTimeout().toMillis(), TimeUnit.MILLISECONDS);
     } catch (Exception e) {
@@ -195,10 +187,7 @@ public final class Reporter implements AutoCloseable {
     synchronized (lock) {
       killed = true;
       closed = true;
-      if (stream != null) {
-        stream.requests.cancel("process died", null);
-        stream = null;
-      }
+      stream.abort("process died");
     }
     ticker.cancel(false);
     if (ownsExecutor) {
@@ -213,57 +202,36 @@ public final class Reporter implements AutoCloseable {
           return;
         }
         long now = System.nanoTime();
-        Stream s = stream;
-        if (s != null && s.failed != null) {
-          onStreamLost(s, now);
-          s = null;
-        }
-        if (s == null) {
-          if (now >= nextConnectAtNanos) {
-            connect(now);
-          }
+        if (!stream.poll(now)) {
           return;
         }
-        if (!s.welcomed) {
-          if (now - s.openedAtNanos > settings.helloTimeout().toNanos()) {
-            s.failed = Status.DEADLINE_EXCEEDED.withDescription("no Welcome within " + settings.helloTimeout());
-            s.requests.cancel("no Welcome within " + settings.helloTimeout(), null);
-            onStreamLost(s, now);
-          }
-          return;
-        }
-        if (s.requests.isReady()) {
-          announceGroups(s);
+        if (stream.isReady()) {
+          announceGroups();
           DumpRequest dump;
           while ((dump = dumpRequests.poll()) != null) {
-            s.send(RankMessage.newBuilder().setDumpReply(snapshot(dump.getRequestId())).build());
+            stream.send(RankMessage.newBuilder().setDumpReply(snapshot(dump.getRequestId())).build());
           }
-          drainEvents(s);
-          shipDeltas(s, Long.MAX_VALUE);
+          drainEvents();
+          shipDeltas(Long.MAX_VALUE);
         }
         if (now - lastHeartbeatNanos >= settings.heartbeatInterval().toNanos()) {
           lastHeartbeatNanos = now;
-          s.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder().setSentAtNs(clockNanos.getAsLong())
-              .addAllProgress(recorder.progress()).setDroppedRecords(droppedRecords)).build());
+          stream.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
+              .setSentAtNs(clockNanos.getAsLong()).addAllProgress(recorder.progress())
+              .setDroppedRecords(droppedRecords)).build());
         }
       }
     } catch (RuntimeException e) {
       // A failing tick must never kill the periodic task: the stream is dropped and reconnected instead.
       log.warn("rank {}: reporter tick failed, reconnecting: {}", identity.getGlobalRank(), e.toString());
       synchronized (lock) {
-        if (stream != null) {
-          stream.requests.cancel("reporter error", e);
-          onStreamLost(stream, System.nanoTime());
-        }
+        stream.reset("reporter error", e, System.nanoTime());
       }
     }
   }
 
-  private void connect(long now) {
-    Stream s = new Stream(now);
-    stream = s;
-    stub.connect(s);
-    // The whole ring window is sent again on every new stream.
+  /** A new stream opens: the whole ring window is sent again on it, after this Hello. */
+  private RankMessage onNewStream() {
     long next = recorder.nextRecordId();
     long oldest = Math.max(0, next - recorder.capacity());
     // Records never shipped and already overwritten are lost; count them before rewinding.
@@ -274,44 +242,30 @@ public final class Reporter implements AutoCloseable {
     openCount = 0;
     announcedGroups = recorder.processGroupCount();
     shippedStacks.clear();
-    s.send(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(identity)
+    return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(identity)
         .addAllProcessGroups(recorder.processGroups()).setRingCapacity(recorder.capacity())
-        .setDroppedRecords(droppedRecords)).build());
+        .setDroppedRecords(droppedRecords)).build();
   }
 
-  private void onStreamLost(Stream s, long now) {
-    if (stream == s) {
-      stream = null;
-    }
-    backoffNanos = backoffNanos == 0
-        ? settings.initialBackoff().toNanos()
-        : Math.min(settings.maxBackoff().toNanos(), backoffNanos * 2);
-    // Jitter of +-20% keeps thousands of ranks from reconnecting in lockstep after a daemon restart.
-    long jitter = (long) (backoffNanos * (ThreadLocalRandom.current().nextDouble(0.4) - 0.2));
-    nextConnectAtNanos = now + backoffNanos + jitter;
-    log.debug("rank {}: stream to daemon lost ({}), retrying in {} ms", identity.getGlobalRank(), s.failed,
-        (backoffNanos + jitter) / 1_000_000);
-  }
-
-  private void announceGroups(Stream s) {
+  private void announceGroups() {
     int count = recorder.processGroupCount();
     if (count > announcedGroups) {
       ProcessGroupUpdate.Builder update = ProcessGroupUpdate.newBuilder();
       update.addAllProcessGroups(recorder.processGroups().subList(announcedGroups, count));
-      s.send(RankMessage.newBuilder().setProcessGroups(update).build());
+      stream.send(RankMessage.newBuilder().setProcessGroups(update).build());
       announcedGroups = count;
     }
   }
 
-  private void drainEvents(Stream s) {
+  private void drainEvents() {
     RankEvent event;
     while ((event = events.poll()) != null) {
-      s.send(RankMessage.newBuilder().setEvent(event).build());
+      stream.send(RankMessage.newBuilder().setEvent(event).build());
     }
   }
 
   /** Ships every record that is new or changed state since it was last shipped on this stream. */
-  private void shipDeltas(Stream s, long deadlineNanos) {
+  private void shipDeltas(long deadlineNanos) {
     RecordBatch.Builder batch = RecordBatch.newBuilder();
     // Records still in flight: ship again when their state moved on, forget once completed or overwritten.
     int kept = 0;
@@ -329,8 +283,8 @@ public final class Reporter implements AutoCloseable {
         continue;
       }
       if (view.state != shippedState) {
-        addRecord(batch, s);
-        flushIfFull(batch, s);
+        addRecord(batch);
+        flushIfFull(batch);
       }
       if (view.state != RecordRing.COMPLETED) {
         open[kept++] = ((long) view.state << 56) | recordId;
@@ -355,8 +309,8 @@ public final class Reporter implements AutoCloseable {
         droppedRecords++;
         continue;
       }
-      addRecord(batch, s);
-      flushIfFull(batch, s);
+      addRecord(batch);
+      flushIfFull(batch);
       if (view.state != RecordRing.COMPLETED) {
         if (openCount == open.length) {
           open = java.util.Arrays.copyOf(open, open.length * 2);
@@ -365,11 +319,11 @@ public final class Reporter implements AutoCloseable {
       }
     }
     if (batch.getRecordsCount() > 0) {
-      s.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
+      stream.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
     }
   }
 
-  private void addRecord(RecordBatch.Builder batch, Stream s) {
+  private void addRecord(RecordBatch.Builder batch) {
     CollectiveRecord record = recorder.toProto(view);
     if (record.getFrameIdsCount() > 0) {
       int stackId = FlightRecorder.stackOfFrame(record.getFrameIds(0));
@@ -383,9 +337,9 @@ public final class Reporter implements AutoCloseable {
     batch.addRecords(record);
   }
 
-  private void flushIfFull(RecordBatch.Builder batch, Stream s) {
+  private void flushIfFull(RecordBatch.Builder batch) {
     if (batch.getRecordsCount() >= settings.maxBatchRecords()) {
-      s.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
+      stream.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
       batch.clear();
     }
   }
@@ -411,60 +365,6 @@ public final class Reporter implements AutoCloseable {
       reply.addRecords(record);
     }
     return reply.addAllProgress(recorder.progress()).setDroppedRecords(droppedRecords).build();
-  }
-
-  /** One Collector.Connect call; callbacks only flag state, the tick acts on it. */
-  private final class Stream implements ClientResponseObserver<RankMessage, DaemonMessage> {
-    final long openedAtNanos;
-    volatile ClientCallStreamObserver<RankMessage> requests;
-    volatile boolean welcomed;
-    volatile Status failed;
-
-    Stream(long openedAtNanos) {
-      this.openedAtNanos = openedAtNanos;
-    }
-
-    @Override
-    public void beforeStart(ClientCallStreamObserver<RankMessage> requestStream) {
-      this.requests = requestStream;
-    }
-
-    void send(RankMessage message) {
-      if (failed == null) {
-        requests.onNext(message);
-      }
-    }
-
-    @Override
-    public void onNext(DaemonMessage message) {
-      switch (message.getBodyCase()) {
-        case WELCOME -> {
-          welcomed = true;
-          synchronized (lock) {
-            backoffNanos = 0;
-            connects++;
-          }
-          firstWelcome.complete(null);
-          log.debug("rank {}: welcomed by daemon, session {}", identity.getGlobalRank(),
-              message.getWelcome().getSessionId());
-        }
-        case DUMP_REQUEST -> {
-          dumpRequests.add(message.getDumpRequest());
-          executor.execute(Reporter.this::tick);
-        }
-        default -> { }
-      }
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      failed = Status.fromThrowable(t);
-    }
-
-    @Override
-    public void onCompleted() {
-      failed = Status.UNAVAILABLE.withDescription("daemon closed the stream");
-    }
   }
 
   /** Builds a {@link Reporter}; settings default to {@link ReporterSettings#defaults()}. */
