@@ -62,14 +62,18 @@ public final class HangAnalyzer {
     }
   }
 
-  /** Identity of one operation across ranks. */
-  private record NodeKey(GroupKey group, long seq, boolean p2p) {}
+  /**
+   * Identity of one operation across ranks. {@code owner} is -1, except for a send/recv in a group of more than
+   * two ranks, whose p2p seqs are per rank and cannot be matched: there the node is one rank's op and its peer.
+   */
+  private record NodeKey(GroupKey group, long seq, boolean p2p, int owner) {}
 
   /** One stuck operation being analysed. */
   private static final class Node {
     final GroupKey group;
     final long seq;
     final boolean p2p;
+    final int owner;
     final Map<Integer, MemberState> states = new TreeMap<>();
     final Map<Cause, Set<Integer>> suspects = new EnumMap<>(Cause.class);
     final Set<String> blockedBy = new TreeSet<>();
@@ -78,14 +82,15 @@ public final class HangAnalyzer {
     long firstCreatedNs = Long.MAX_VALUE;
     boolean allIssuedNoneStarted;
 
-    Node(GroupKey group, long seq, boolean p2p) {
+    Node(GroupKey group, long seq, boolean p2p, int owner) {
       this.group = group;
       this.seq = seq;
       this.p2p = p2p;
+      this.owner = owner;
     }
 
     NodeKey id() {
-      return new NodeKey(group, seq, p2p);
+      return new NodeKey(group, seq, p2p, owner);
     }
 
     boolean isRoot() {
@@ -148,6 +153,7 @@ public final class HangAnalyzer {
     private void findStuck(GroupKey g) {
       long firstCollective = Long.MAX_VALUE;
       long firstP2p = Long.MAX_VALUE;
+      List<long[]> pairNodes = new ArrayList<>();
       long lastProgress = 0;
       for (int member : members.get(g)) {
         RankIndex r = ranks.get(member);
@@ -157,7 +163,14 @@ public final class HangAnalyzer {
         }
         lastProgress = Math.max(lastProgress, Math.max(t.lastProgressNs, t.lastCompletionNs));
         firstCollective = Math.min(firstCollective, firstOutstanding(t.collectives, t.enqueued, t.completed));
-        firstP2p = Math.min(firstP2p, firstOutstanding(t.p2p, t.p2pEnqueued, t.p2pCompleted));
+        long mine = firstOutstanding(t.p2p, t.p2pEnqueued, t.p2pCompleted);
+        if (g.size() > 2) {
+          if (mine != Long.MAX_VALUE && t.p2p.containsKey(mine)) {
+            pairNodes.add(new long[] {member, mine});
+          }
+        } else {
+          firstP2p = Math.min(firstP2p, mine);
+        }
       }
       if (!job.offline() && job.observedAtNs() - lastProgress < job.stallThreshold().toNanos()) {
         return;
@@ -167,6 +180,9 @@ public final class HangAnalyzer {
       }
       if (firstP2p != Long.MAX_VALUE) {
         addIfStalled(g, firstP2p, true);
+      }
+      for (long[] pair : pairNodes) {
+        addIfStalled(node(g, pair[1], true, (int) pair[0]));
       }
     }
 
@@ -182,7 +198,10 @@ public final class HangAnalyzer {
     }
 
     private void addIfStalled(GroupKey g, long seq, boolean p2p) {
-      Node n = node(g, seq, p2p);
+      addIfStalled(node(g, seq, p2p, -1));
+    }
+
+    private void addIfStalled(Node n) {
       if (!job.offline() && n.firstCreatedNs != Long.MAX_VALUE
           && job.observedAtNs() - n.firstCreatedNs < job.stallThreshold().toNanos()) {
         nodes.remove(n.id());
@@ -190,16 +209,28 @@ public final class HangAnalyzer {
     }
 
     private Node node(GroupKey g, long seq, boolean p2p) {
-      Node probe = new Node(g, seq, p2p);
+      return node(g, seq, p2p, -1);
+    }
+
+    private Node node(GroupKey g, long seq, boolean p2p, int owner) {
+      Node probe = new Node(g, seq, p2p, owner);
       Node existing = nodes.get(probe.id());
       if (existing != null) {
         return existing;
       }
       nodes.put(probe.id(), probe);
-      for (int member : members.get(g)) {
-        MemberState s = stateOf(member, g, seq, p2p);
+      List<Integer> involved = members.get(g);
+      int peer = -1;
+      if (owner >= 0) {
+        List<CollectiveRecord> mine = recordsOf(owner, g, seq, true);
+        peer = mine.isEmpty() ? -1 : mine.get(0).getPeer();
+        involved = peer < 0 || peer == owner ? List.of(owner) : List.of(Math.min(owner, peer), Math.max(owner, peer));
+      }
+      for (int member : involved) {
+        MemberState s = owner >= 0 && member != owner ? counterpartState(member, g, owner)
+            : stateOf(member, g, seq, p2p);
         probe.states.put(member, s);
-        List<CollectiveRecord> recs = recordsOf(member, g, seq, p2p);
+        List<CollectiveRecord> recs = recordsIn(probe, member);
         for (CollectiveRecord r : recs) {
           if (probe.sample == null || r.getCommsId() != 0 && probe.sample.getCommsId() == 0) {
             probe.sample = r;
@@ -210,6 +241,45 @@ public final class HangAnalyzer {
         }
       }
       return probe;
+    }
+
+    /** The records {@code rank} holds for node {@code n}: for a pair node's peer, its counterpart op. */
+    private List<CollectiveRecord> recordsIn(Node n, int rank) {
+      if (n.owner < 0 || rank == n.owner) {
+        return recordsOf(rank, n.group, n.seq, n.p2p);
+      }
+      CollectiveRecord c = counterpart(rank, n.group, n.owner);
+      return c == null ? List.of() : List.of(c);
+    }
+
+    /** The peer's outstanding send/recv with {@code owner} in {@code g}, or null. */
+    private CollectiveRecord counterpart(int rank, GroupKey g, int owner) {
+      RankIndex r = ranks.get(rank);
+      RankIndex.Track t = r == null ? null : r.tracks.get(g);
+      if (t == null) {
+        return null;
+      }
+      for (List<CollectiveRecord> recs : t.p2p.values()) {
+        for (CollectiveRecord rec : recs) {
+          if (rec.getPeer() == owner && rec.getState() != CollectiveState.COMPLETED) {
+            return rec;
+          }
+        }
+      }
+      return null;
+    }
+
+    /** Where a pair node's peer is: waiting or issued when it has the counterpart outstanding, else not issued. */
+    private MemberState counterpartState(int rank, GroupKey g, int owner) {
+      RankIndex r = ranks.get(rank);
+      if (r == null || r.evidence.isEmpty() && !r.evidence.answered()) {
+        return MemberState.UNKNOWN;
+      }
+      CollectiveRecord c = counterpart(rank, g, owner);
+      if (c == null) {
+        return MemberState.NOT_ISSUED;
+      }
+      return c.getState() == CollectiveState.STARTED ? MemberState.WAITING : MemberState.ISSUED;
     }
 
     private List<CollectiveRecord> recordsOf(int rank, GroupKey g, long seq, boolean p2p) {
@@ -311,13 +381,18 @@ public final class HangAnalyzer {
 
     private boolean sameOp(RankIndex r, CollectiveRecord rec, Node n) {
       GroupKey g = r.groupsByName.get(rec.getProcessGroup());
-      return n.group.equals(g) && n.p2p == rec.getIsP2P()
-          && n.seq == (rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq());
+      if (!n.group.equals(g) || n.p2p != rec.getIsP2P()) {
+        return false;
+      }
+      if (n.owner >= 0 && r.rank() != n.owner) {
+        return rec.getPeer() == n.owner;
+      }
+      return n.seq == (rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq());
     }
 
     /** True when the rank issued {@code blocking} before it would have reached {@code n}. */
     private boolean isEarlier(RankIndex r, CollectiveRecord blocking, Node n) {
-      List<CollectiveRecord> here = recordsOf(r.rank(), n.group, n.seq, n.p2p);
+      List<CollectiveRecord> here = recordsIn(n, r.rank());
       return here.isEmpty() || RankIndex.isBefore(blocking, here.get(0));
     }
 
@@ -325,6 +400,9 @@ public final class HangAnalyzer {
       GroupKey g = r.groupsByName.get(rec.getProcessGroup());
       if (g == null) {
         return null;
+      }
+      if (rec.getIsP2P() && g.size() > 2) {
+        return node(g, rec.getP2PSeq(), true, r.rank());
       }
       return node(g, rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq(), rec.getIsP2P());
     }
@@ -694,7 +772,7 @@ public final class HangAnalyzer {
       }
       String last = r.newest == null ? "" : recordLabel(r.newest);
       CollectiveRecord at = primary == null ? null
-          : recordsOf(rank, primary.group, primary.seq, primary.p2p).stream().findFirst().orElse(null);
+          : recordsIn(primary, rank).stream().findFirst().orElse(null);
       CollectiveRecord withStack = at != null && at.getFrameIdsCount() > 0 ? at
           : r.oldestIncomplete != null && r.oldestIncomplete.getFrameIdsCount() > 0 ? r.oldestIncomplete
           : r.newest;
@@ -749,8 +827,14 @@ public final class HangAnalyzer {
     private CollectiveRef ref(Node n) {
       ProcessGroup g = groups.get(n.group);
       CollectiveRecord s = n.sample;
-      return new CollectiveRef(n.group.name(), g == null ? "" : g.getDesc(), n.seq, n.p2p,
-          s == null ? "?" : s.getOp(), s == null || s.getCommsId() == 0 ? "" : CommsId.format(s.getCommsId()));
+      String op = s == null ? "?" : s.getOp();
+      if (n.owner >= 0) {
+        // One rank's send/recv: say which pair, since its p2p seq is that rank's own count.
+        s = recordsOf(n.owner, n.group, n.seq, true).stream().findFirst().orElse(s);
+        op = s == null ? "?" : s.getOp() + " " + n.owner + (s.getOp().equals("recv") ? "<-" : "->") + s.getPeer();
+      }
+      return new CollectiveRef(n.group.name(), g == null ? "" : g.getDesc(), n.seq, n.p2p, op,
+          s == null || s.getCommsId() == 0 ? "" : CommsId.format(s.getCommsId()));
     }
 
     private String label(Node n) {

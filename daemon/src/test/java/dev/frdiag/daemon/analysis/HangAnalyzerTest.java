@@ -287,4 +287,27 @@ class HangAnalyzerTest {
     assertThat(d.culpritRanks()).containsExactly(3);
     assertThat(d.collective().processGroup()).isEqualTo("tp1");
   }
+
+  @Test
+  void sendInAFourStagePipelineWhosePeerNeverPostsTheRecvBlamesThePeer() {
+    // p2p seqs are per rank in groups of more than two: rank 0's 3rd op pairs with rank 8's 1st.
+    Snapshots s = new Snapshots(16).group("pp", 0, 4, 8, 12);
+    s.p2p(0, "pp", "send", 4, COMPLETED).p2p(4, "pp", "recv", 0, COMPLETED)
+        .p2p(0, "pp", "recv", 12, COMPLETED).p2p(12, "pp", "send", 0, COMPLETED)
+        .p2p(0, "pp", "send", 8, STARTED);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(d.culpritRanks()).containsExactly(8);
+    assertThat(d.collective().op()).isEqualTo("send 0->8");
+  }
+
+  @Test
+  void sendAndRecvBothPostedAndStartedInAFourStagePipelineIsNotBlamedOnEitherRank() {
+    Snapshots s = new Snapshots(16).group("pp", 0, 4, 8, 12);
+    s.p2p(0, "pp", "send", 4, COMPLETED).p2p(4, "pp", "recv", 0, COMPLETED)
+        .p2p(0, "pp", "send", 8, STARTED).p2p(8, "pp", "recv", 0, STARTED);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.FABRIC);
+    assertThat(d.culpritRanks()).isEmpty();
+  }
 }

@@ -74,6 +74,15 @@ final class Snapshots {
     return this;
   }
 
+  /** A send or recv between {@code rank} and {@code peer} in a group of any size. */
+  Snapshots p2p(int rank, String group, String op, int peer, CollectiveState state) {
+    long seq = seqs.get(rank).merge(group + "/p2p", 1L, Long::sum);
+    record(rank, group, op, seq, state, 64, 64, "Float");
+    List<CollectiveRecord> mine = records.get(rank);
+    mine.set(mine.size() - 1, mine.get(mine.size() - 1).toBuilder().setPeer(peer).build());
+    return this;
+  }
+
   /** A coalesced group of {@code ops} on {@code group}: one seq shared by all, closed by its end marker. */
   Snapshots coalesced(int rank, String group, CollectiveState state, long size, String... ops) {
     long seq = seqs.get(rank).merge(group, 1L, Long::sum);
