@@ -8,6 +8,7 @@ import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import java.net.URISyntaxException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -174,6 +175,16 @@ class RealDumpsTest {
     assertThat(tp.getLastCompletedP2PSeq()).isEqualTo(-1);
     assertThat(tp.getLastProgressNs()).isZero();
     assertThat(d.processGroup("41").getLocalId()).isEqualTo("5");
+  }
+
+  @Test
+  void rewritingARealDumpGivesTheSameBytes() throws Exception {
+    for (String folder : List.of("nvrx_gpu_error_1st", "nvrx_lock_gil_1st")) {
+      for (int r = 0; r < 16; r++) {
+        Path file = sample(folder).resolve("_dump_" + r);
+        assertThat(DumpWriter.toPickle(reader.read(file))).as(file.toString()).isEqualTo(Files.readAllBytes(file));
+      }
+    }
   }
 
   private int[] entryCounts(String folder) throws DumpFormatException {
