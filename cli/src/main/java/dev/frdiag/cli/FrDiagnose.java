@@ -1,5 +1,6 @@
 package dev.frdiag.cli;
 
+import dev.frdiag.cli.analyze.AnalyzeCommand;
 import dev.frdiag.daemon.analysis.Ranks;
 import dev.frdiag.daemon.report.Report;
 import dev.frdiag.daemon.report.ReportJson;
@@ -29,7 +30,8 @@ import picocli.CommandLine.Parameters;
     description = {"Prints the hang diagnosis of a job: the culprit rank(s), the collective, the symptom and the "
         + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
         + "none is stored."},
-    subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class},
+    subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class,
+        AnalyzeCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:no hang", "1:hang diagnosed", "2:usage error",
         "3:daemon unreachable, or job/report unknown", "4:insufficient evidence for a verdict", "5:other failure"})
@@ -54,6 +56,11 @@ public final class FrDiagnose implements Callable<Integer> {
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
+
+  /** Whether --json was given (anywhere on the command line). */
+  public boolean json() {
+    return json;
+  }
 
   public static void main(String[] args) {
     System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));

@@ -1,0 +1,162 @@
+package dev.frdiag.cli.analyze;
+
+import dev.frdiag.cli.ExitCode;
+import dev.frdiag.collector.pytorch.DumpFileResult;
+import dev.frdiag.collector.pytorch.DumpFolder;
+import dev.frdiag.collector.pytorch.DumpFormatException;
+import dev.frdiag.collector.pytorch.DumpReader;
+import dev.frdiag.collector.pytorch.FlightRecorderDump;
+import dev.frdiag.collector.pytorch.WatchdogLine;
+import dev.frdiag.collector.pytorch.WatchdogLogReader;
+import dev.frdiag.daemon.analysis.Diagnosis;
+import dev.frdiag.daemon.analysis.HangAnalyzer;
+import dev.frdiag.daemon.analysis.JobEvidence;
+import dev.frdiag.daemon.report.Report;
+import dev.frdiag.daemon.report.ReportJson;
+import dev.frdiag.daemon.report.ReportText;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code fr-diagnose analyze <path>...}: the daemon's diagnosis, offline, from whatever a user has after a hang —
+ * folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training logs with watchdog lines.
+ */
+@Command(name = "analyze", mixinStandardHelpOptions = true,
+    description = {"Diagnoses a hang offline from Flight Recorder dumps (pickle or JSON), NCCL_DEBUG logs and "
+        + "training logs. Each file's kind is detected from its content.",
+        "A file that cannot be read is reported on stderr and the rest are still analysed."})
+public final class AnalyzeCommand implements Callable<Integer> {
+  @Parameters(arity = "1..*", paramLabel = "PATH", description = "Dump folders, dump files, NCCL logs, training logs.")
+  List<Path> paths;
+
+  @Option(names = "--prefix", description = "Dump file name prefix before the rank (when a folder holds several).")
+  String prefix;
+
+  @Option(names = "--world-size", description = "Ranks in the job, when not every rank left a file.")
+  int worldSize;
+
+  @Option(names = "--job", defaultValue = "offline", description = "Job name for the report (default ${DEFAULT-VALUE}).")
+  String job;
+
+  /** The parent command carries --json (it applies to every subcommand). */
+  @CommandLine.ParentCommand
+  dev.frdiag.cli.FrDiagnose parent;
+
+  @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
+  boolean quiet;
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public Integer call() throws IOException {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    DumpReader reader = DumpReader.create();
+    OfflineEvidence evidence = new OfflineEvidence().worldSize(worldSize);
+    List<String> notes = new ArrayList<>();
+    long started = System.nanoTime();
+    int dumpFiles = 0;
+    int logFiles = 0;
+    for (Path path : paths) {
+      if (!Files.exists(path)) {
+        err.println("fr-diagnose: " + path + ": no such file or directory");
+        return ExitCode.USAGE;
+      }
+      List<Path> files = new ArrayList<>();
+      if (Files.isDirectory(path)) {
+        DumpFolder folder;
+        try {
+          folder = reader.readFolder(path, Optional.ofNullable(prefix));
+        } catch (DumpFormatException e) {
+          err.println("fr-diagnose: " + e.getMessage());
+          return ExitCode.USAGE;
+        }
+        try (ProgressBar bar = new ProgressBar(err, "analysed dumps", folder.files().size(), !quiet)) {
+          for (DumpFileResult r : folder.files()) {
+            dumpFiles++;
+            if (r.isOk()) {
+              evidence.add(r.dump());
+            } else {
+              err.println("fr-diagnose: " + r.error().getMessage());
+              evidence.unreadable(r.rank(), r.error().problem());
+            }
+            bar.step();
+          }
+        }
+        notes.addAll(folder.notes());
+        try (Stream<Path> others = Files.list(path)) {
+          others.filter(Files::isRegularFile)
+              .filter(f -> folder.files().stream().noneMatch(r -> r.file().equals(f)))
+              .sorted().forEach(files::add);
+        }
+      } else {
+        files.add(path);
+      }
+      try (ProgressBar bar = new ProgressBar(err, "read files", files.size(), !quiet)) {
+        for (Path file : files) {
+          switch (InputKind.of(file)) {
+            case PICKLE_DUMP, JSON_DUMP -> {
+              dumpFiles++;
+              try {
+                FlightRecorderDump d = reader.read(file);
+                evidence.add(d);
+              } catch (DumpFormatException e) {
+                err.println("fr-diagnose: " + e.getMessage());
+                DumpReader.rankFromFileName(file.getFileName().toString())
+                    .ifPresent(rank -> evidence.unreadable(rank, e.problem()));
+              }
+            }
+            case NCCL_LOG, TRAINING_LOG -> {
+              logFiles++;
+              List<WatchdogLine> lines = WatchdogLogReader.read(file);
+              evidence.add(lines);
+              if (lines.isEmpty()) {
+                notes.add(file + ": no PyTorch watchdog line");
+              }
+            }
+            case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, NCCL log or training log; skipped");
+          }
+          bar.step();
+        }
+      }
+    }
+    for (String note : notes) {
+      err.println("fr-diagnose: note: " + note);
+    }
+    if (evidence.isEmpty()) {
+      err.println("fr-diagnose: nothing to analyse: no readable Flight Recorder dump and no watchdog line in "
+          + paths);
+      return ExitCode.INSUFFICIENT_EVIDENCE;
+    }
+    JobEvidence input = evidence.build(job);
+    long read = System.nanoTime();
+    Diagnosis d = HangAnalyzer.analyze(input);
+    long analysed = System.nanoTime();
+    Instant now = Instant.now();
+    List<Report.TimelineEntry> timeline = new ArrayList<>();
+    if (d.stuckSinceNs() > 0 && d.collective() != null) {
+      timeline.add(new Report.TimelineEntry(Instant.ofEpochSecond(0, d.stuckSinceNs()).toString(),
+          "first divergence: " + d.collective().label() + " issued by its first member; it never completed"));
+    }
+    timeline.add(new Report.TimelineEntry(now.toString(), String.format("read %d dump files and %d logs in %d ms; "
+        + "analysed %d ranks in %d ms", dumpFiles, logFiles, (read - started) / 1_000_000, input.ranks().size(),
+        (analysed - read) / 1_000_000)));
+    Report report = Report.of("", job, "offline", now, d, timeline);
+    out.print(parent != null && parent.json() ? ReportJson.write(report) + "\n" : ReportText.plain(report));
+    out.flush();
+    return ExitCode.of(report.verdict());
+  }
+}

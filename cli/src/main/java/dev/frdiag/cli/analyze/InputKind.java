@@ -1,0 +1,73 @@
+package dev.frdiag.cli.analyze;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** What a file given to {@code fr-diagnose analyze} is, decided by its content, never by its name. */
+public enum InputKind {
+  /** A PyTorch Flight Recorder dump written by the C++ pickler (or Python's). */
+  PICKLE_DUMP,
+  /** A PyTorch Flight Recorder dump in the JSON variant. */
+  JSON_DUMP,
+  /** An NCCL_DEBUG log (possibly interleaved with anything else). */
+  NCCL_LOG,
+  /** A training log holding PyTorch ProcessGroupNCCL watchdog lines. */
+  TRAINING_LOG,
+  /** None of the above. */
+  UNKNOWN;
+
+  /** How much of a text file is sniffed: enough for banners and first warnings, cheap for huge logs. */
+  static final int SNIFF_BYTES = 256 * 1024;
+
+  /**
+   * Sniffs {@code file}.
+   *
+   * @throws IOException when it cannot be read
+   */
+  public static InputKind of(Path file) throws IOException {
+    byte[] head;
+    try (InputStream in = Files.newInputStream(file)) {
+      head = in.readNBytes(SNIFF_BYTES);
+    }
+    if (head.length == 0) {
+      return UNKNOWN;
+    }
+    // Pickle protocol 2+ starts with PROTO (0x80) and the version byte.
+    if ((head[0] & 0xff) == 0x80 && head.length > 1 && head[1] >= 2 && head[1] <= 5) {
+      return PICKLE_DUMP;
+    }
+    if (binary(head)) {
+      return UNKNOWN;
+    }
+    String text = new String(head, StandardCharsets.UTF_8);
+    String trimmed = text.stripLeading();
+    if (trimmed.startsWith("{") && (text.contains("\"pg_config\"") || text.contains("\"entries\"")
+        || text.contains("\"pg_status\""))) {
+      return JSON_DUMP;
+    }
+    boolean nccl = text.contains(" NCCL INFO ") || text.contains(" NCCL WARN ") || text.contains("NCCL version ");
+    boolean watchdog = text.contains("ProcessGroupNCCL") || text.contains("WorkNCCL(");
+    if (nccl) {
+      return NCCL_LOG;
+    }
+    return watchdog ? TRAINING_LOG : UNKNOWN;
+  }
+
+  private static boolean binary(byte[] head) {
+    int control = 0;
+    int n = Math.min(head.length, 8192);
+    for (int i = 0; i < n; i++) {
+      int b = head[i] & 0xff;
+      if (b == 0) {
+        return true;
+      }
+      if (b < 0x09 || b > 0x0d && b < 0x20) {
+        control++;
+      }
+    }
+    return control > n / 20;
+  }
+}

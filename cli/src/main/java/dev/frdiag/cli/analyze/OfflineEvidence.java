@@ -1,0 +1,223 @@
+package dev.frdiag.cli.analyze;
+
+import dev.frdiag.collector.pytorch.FlightRecorderDump;
+import dev.frdiag.collector.pytorch.WatchdogLine;
+import dev.frdiag.daemon.analysis.JobEvidence;
+import dev.frdiag.daemon.analysis.Liveness;
+import dev.frdiag.daemon.analysis.RankEvidence;
+import dev.frdiag.proto.CommsId;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.proto.v1.RankIdentity;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * Turns what a user has after a hang (Flight Recorder dumps, watchdog lines from training logs) into the evidence
+ * the daemon's analysis reads, so offline and live diagnoses come from one engine.
+ */
+public final class OfflineEvidence {
+  private final Map<Integer, FlightRecorderDump> dumps = new TreeMap<>();
+  private final Map<Integer, String> unreadable = new TreeMap<>();
+  private final Map<Integer, List<WatchdogLine>> watchdog = new TreeMap<>();
+  private int worldSize;
+
+  /** Adds one rank's dump. */
+  public OfflineEvidence add(FlightRecorderDump dump) {
+    dumps.put(dump.rank(), dump);
+    return this;
+  }
+
+  /** Records that rank {@code rank}'s dump exists but could not be read, and why. */
+  public OfflineEvidence unreadable(int rank, String why) {
+    unreadable.put(rank, why);
+    return this;
+  }
+
+  /** Adds watchdog lines from training logs. */
+  public OfflineEvidence add(List<WatchdogLine> lines) {
+    for (WatchdogLine l : lines) {
+      if (l.rank() >= 0) {
+        watchdog.computeIfAbsent(l.rank(), r -> new ArrayList<>()).add(l);
+      }
+    }
+    return this;
+  }
+
+  /** The job's world size when known (it is otherwise inferred from the group memberships seen). */
+  public OfflineEvidence worldSize(int worldSize) {
+    this.worldSize = worldSize;
+    return this;
+  }
+
+  public boolean isEmpty() {
+    return dumps.isEmpty() && watchdog.isEmpty() && unreadable.isEmpty();
+  }
+
+  /** The analysis input: offline, so every outstanding op counts as stuck. */
+  public JobEvidence build(String job) {
+    int world = Math.max(worldSize, inferredWorldSize());
+    Map<String, long[]> seqRanges = seqRanges();
+    Map<Integer, RankEvidence> ranks = new TreeMap<>();
+    for (FlightRecorderDump d : dumps.values()) {
+      ranks.put(d.rank(), fromDump(d, seqRanges, world));
+    }
+    if (dumps.isEmpty()) {
+      ranks.putAll(fromWatchdogLines(world));
+    } else {
+      watchdog.forEach((rank, lines) -> {
+        RankEvidence e = ranks.get(rank);
+        if (e != null) {
+          List<RankEvent> events = new ArrayList<>(e.events());
+          lines.stream().map(OfflineEvidence::event).forEach(events::add);
+          ranks.put(rank, new RankEvidence(rank, e.identity(), e.liveness(), e.answered(), e.missingReason(),
+              e.groups(), e.records(), e.progress(), events, e.frames()));
+        }
+      });
+    }
+    for (Map.Entry<Integer, String> u : unreadable.entrySet()) {
+      ranks.putIfAbsent(u.getKey(), new RankEvidence(u.getKey(), identity(u.getKey(), world), Liveness.UNKNOWN,
+          false, u.getValue(), List.of(), List.of(), List.of(), List.of(), Map.of()));
+    }
+    return new JobEvidence(job, world, List.copyOf(ranks.values()), 0, Duration.ofSeconds(1));
+  }
+
+  private int inferredWorldSize() {
+    int max = -1;
+    for (FlightRecorderDump d : dumps.values()) {
+      max = Math.max(max, d.rank());
+      for (ProcessGroup g : d.processGroups()) {
+        for (int r : g.getRanksList()) {
+          max = Math.max(max, r);
+        }
+      }
+    }
+    for (int r : watchdog.keySet()) {
+      max = Math.max(max, r);
+    }
+    for (int r : unreadable.keySet()) {
+      max = Math.max(max, r);
+    }
+    return max + 1;
+  }
+
+  /**
+   * Per group (name + members), the largest collective and P2P seqs any rank recorded. PyTorch's pg_status counts
+   * "the last work" of either kind in the same field, so a group used for sends and recvs reports P2P seqs there;
+   * comparing with what the group's records show tells which.
+   */
+  private Map<String, long[]> seqRanges() {
+    Map<String, long[]> ranges = new HashMap<>();
+    for (FlightRecorderDump d : dumps.values()) {
+      for (CollectiveRecord r : d.records()) {
+        ProcessGroup g = d.processGroup(r.getProcessGroup());
+        if (g == null) {
+          continue;
+        }
+        long[] range = ranges.computeIfAbsent(key(g), k -> new long[] {-1, -1});
+        if (r.getIsP2P()) {
+          range[1] = Math.max(range[1], r.getP2PSeq());
+        } else {
+          range[0] = Math.max(range[0], r.getCollectiveSeq());
+        }
+      }
+    }
+    return ranges;
+  }
+
+  private RankEvidence fromDump(FlightRecorderDump d, Map<String, long[]> seqRanges, int world) {
+    List<ProcessGroupProgress> progress = new ArrayList<>();
+    for (ProcessGroupProgress p : d.progress()) {
+      ProcessGroup g = d.processGroup(p.getProcessGroup());
+      long[] range = g == null ? null : seqRanges.get(key(g));
+      boolean p2p = range != null && range[1] >= 0 && (range[0] < 0
+          || Math.abs(p.getLastEnqueuedSeq() - range[1]) < Math.abs(p.getLastEnqueuedSeq() - range[0]));
+      progress.add(p2p ? p.toBuilder().setLastEnqueuedSeq(-1).setLastStartedSeq(-1).setLastCompletedSeq(-1)
+          .setLastEnqueuedP2PSeq(p.getLastEnqueuedSeq()).setLastCompletedP2PSeq(p.getLastCompletedSeq()).build()
+          : p);
+    }
+    List<RankEvent> events = new ArrayList<>();
+    return new RankEvidence(d.rank(), identity(d.rank(), world).toBuilder().setNcclVersion(d.commLibVersion())
+        .build(), Liveness.UNKNOWN, true, "", withLayout(d.processGroups()), d.records(), progress, events,
+        d.frames());
+  }
+
+  /**
+   * Evidence from watchdog lines alone: per rank and group, the stuck seq and the rank's last enqueued and
+   * completed seqs. Group memberships are unknown, so each group is taken to be the ranks that logged for it.
+   */
+  private Map<Integer, RankEvidence> fromWatchdogLines(int world) {
+    Map<String, TreeSet<Integer>> members = new TreeMap<>();
+    watchdog.forEach((rank, lines) -> lines.forEach(l -> members.computeIfAbsent(groupName(l),
+        g -> new TreeSet<>()).add(rank)));
+    Map<Integer, RankEvidence> out = new TreeMap<>();
+    watchdog.forEach((rank, lines) -> {
+      Map<String, ProcessGroupProgress> progress = new TreeMap<>();
+      List<RankEvent> events = new ArrayList<>();
+      for (WatchdogLine l : lines) {
+        events.add(event(l));
+        if (l.lastEnqueued() >= 0) {
+          progress.put(groupName(l), ProcessGroupProgress.newBuilder().setProcessGroup(groupName(l))
+              .setLastEnqueuedSeq(l.lastEnqueued()).setLastStartedSeq(-1).setLastCompletedSeq(l.lastCompleted())
+              .setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build());
+        }
+      }
+      List<ProcessGroup> groups = new ArrayList<>();
+      for (String name : progress.keySet()) {
+        ProcessGroup.Builder g = ProcessGroup.newBuilder().setName(name).setDesc(descOf(lines, name));
+        members.get(name).forEach(g::addRanks);
+        groups.add(g.build());
+      }
+      out.put(rank, new RankEvidence(rank, identity(rank, world), Liveness.UNKNOWN, true, "",
+          withLayout(groups), List.of(), List.copyOf(progress.values()), events, Map.of()));
+    });
+    return out;
+  }
+
+  private static String groupName(WatchdogLine l) {
+    return l.pgId().isEmpty() ? "pg?" : l.pgId();
+  }
+
+  private static String descOf(List<WatchdogLine> lines, String name) {
+    return lines.stream().filter(l -> groupName(l).equals(name) && !l.pgDesc().isEmpty()).map(WatchdogLine::pgDesc)
+        .findFirst().orElse("");
+  }
+
+  private static RankEvent event(WatchdogLine l) {
+    RankEvent.Kind kind = switch (l.kind()) {
+      case TIMEOUT, PG_STATUS, DUMP_SIGNAL -> RankEvent.Kind.WATCHDOG_TIMEOUT;
+      case WATCHDOG_STUCK -> RankEvent.Kind.WATCHDOG_STUCK;
+    };
+    return RankEvent.newBuilder().setKind(kind).setProcessGroup(groupName(l)).setSeq(l.seq())
+        .setOp(l.opType().toLowerCase()).setMessage(l.source() + ": " + l.text()).setLastEnqueuedSeq(l.lastEnqueued())
+        .setLastCompletedSeq(l.lastCompleted()).build();
+  }
+
+  private static List<ProcessGroup> withLayout(List<ProcessGroup> groups) {
+    List<ProcessGroup> out = new ArrayList<>(groups.size());
+    for (ProcessGroup g : groups) {
+      if (g.getRanksCount() == 0) {
+        continue;
+      }
+      CommsId.GroupLayout layout = CommsId.layoutOf(g.getRanksList().stream().mapToInt(Integer::intValue).toArray());
+      out.add(g.toBuilder().setGlobalRankStart(layout.start()).setGlobalRankStride(layout.stride()).build());
+    }
+    return out;
+  }
+
+  private static String key(ProcessGroup g) {
+    return g.getName() + g.getRanksList();
+  }
+
+  private static RankIdentity identity(int rank, int world) {
+    return RankIdentity.newBuilder().setGlobalRank(rank).setWorldSize(Math.max(world, rank + 1)).setLocalRank(-1)
+        .setCudaDevice(-1).build();
+  }
+}
