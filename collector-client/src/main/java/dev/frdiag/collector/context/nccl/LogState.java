@@ -85,7 +85,8 @@ final class LogState {
   private int hostCacheNext;
   private final Map<String, String> hosts = new HashMap<>();
   private final Map<ProcKey, Proc> procs = new LinkedHashMap<>();
-  private Proc lastProc;
+  private final Proc[] recentProcs = new Proc[16];
+  private int recentNext;
 
   private final Map<String, CommBuilder> comms = new LinkedHashMap<>();
   private final TreeMap<Integer, NcclRank> looseRanks = new TreeMap<>();
@@ -323,10 +324,13 @@ final class LogState {
   }
 
   private Proc proc() {
-    Proc p = lastProc;
-    if (p != null && p.pid == pid && p.host == host) {
-      return p;
+    // Interleaved processes defeat a one-entry cache; hosts are interned, so a few identity checks do.
+    for (Proc p : recentProcs) {
+      if (p != null && p.pid == pid && p.host == host) {
+        return p;
+      }
     }
+    Proc p;
     ProcKey key = new ProcKey(host, pid);
     p = procs.get(key);
     if (p == null) {
@@ -337,7 +341,7 @@ final class LogState {
         dropped++;
       }
     }
-    lastProc = p;
+    recentProcs[recentNext++ & (recentProcs.length - 1)] = p;
     return p;
   }
 

