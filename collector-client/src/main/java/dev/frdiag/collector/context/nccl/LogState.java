@@ -65,7 +65,6 @@ final class LogState {
   long recognizedLines;
   long pytorchLines;
   long malformedLines;
-  long firstPytorchLine;
   private long dropped;
 
   // The prefix of the current line, read by readPrefix.
@@ -108,7 +107,7 @@ final class LogState {
   private final Map<NcclEventKind, Long> eventCounts = new EnumMap<>(NcclEventKind.class);
 
   private String banner;
-  private long bannerLine;
+  private String bannerBasis;
   private final VersionClues clues = new VersionClues();
 
   LogState(String source, int maxEventsPerKind, int maxEntries) {
@@ -401,7 +400,7 @@ final class LogState {
         if (s.startsWith("NET/", ms)) {
           net(s, ms, p);
         } else if (s.startsWith("NCCL version ", ms)) {
-          banner(s, ms + 13);
+          banner(s, ms + 13, "banner at line ");
         } else if (s.startsWith("NVLS multicast support is available", ms) || s.startsWith("NVLS comm ", ms)) {
           nvls = true;
         }
@@ -755,14 +754,14 @@ final class LogState {
         "NCCL error " + result + " (" + resultName(result) + ") passed up at " + s.substring(ms, sp));
   }
 
-  private void banner(String s, int from) {
+  private void banner(String s, int from, String basis) {
     int end = from;
-    while (end < s.length() && s.charAt(end) > ' ') {
+    while (end < s.length() && s.charAt(end) > ' ' && s.charAt(end) != ',') {
       end++;
     }
-    if (banner == null && end > from && isDigit(s.charAt(from))) {
+    if (banner == null && end > from && from < s.length() && isDigit(s.charAt(from))) {
       banner = s.substring(from, end);
-      bannerLine = lineNumber;
+      bannerBasis = basis + lineNumber;
     }
   }
 
@@ -836,7 +835,9 @@ final class LogState {
     } else if (msg.contains("encountered a fatal error")) {
       event(NcclEventKind.COMM_FATAL_ERROR, FaultDomain.SECONDARY, "", "", null,
           "NCCL failed the communicator after an earlier error: " + msg);
-    } else if (msg.contains("Plugin") || msg.contains("plugin")) {
+    } else if ((msg.contains("Plugin") || msg.contains("plugin")) && (msg.contains("No plugin")
+        || msg.contains("not found") || msg.contains("ould not find") || msg.contains("Failed to find")
+        || msg.contains("cannot open shared object") || msg.contains("using internal"))) {
       // Net/tuner/profiler plugin lookups warn when no plugin is installed; NCCL then uses its own.
       event(NcclEventKind.OTHER_WARN, FaultDomain.NOISE, "", "", null, "plugin notice: " + msg);
     } else {
@@ -1016,13 +1017,20 @@ final class LogState {
       if (k >= 12 && s.startsWith("ProcessGroupNCCL", k - 12)) {
         pytorchLines++;
         recognizedLines++;
-        if (firstPytorchLine == 0) {
-          firstPytorchLine = lineNumber;
+        // PyTorch names the NCCL it loaded: "ProcessGroupNCCL environments: NCCL version: 2.21.5, …" and
+        // "NCCL error: …, NCCL version 2.20.5".
+        int v = s.indexOf("NCCL version", k);
+        if (v >= 0) {
+          int from = v + 12;
+          while (from < s.length() && (s.charAt(from) == ':' || s.charAt(from) == ' ')) {
+            from++;
+          }
+          banner(s, from, "PyTorch's ProcessGroupNCCL message at line ");
         }
         return;
       }
       if (s.startsWith("NCCL version ", k) && k + 13 < s.length() && isDigit(s.charAt(k + 13))) {
-        banner(s, k + 13);
+        banner(s, k + 13, "banner at line ");
         recognizedLines++;
         return;
       }
@@ -1105,7 +1113,7 @@ final class LogState {
       all.addAll(list);
     }
     all.sort(java.util.Comparator.comparingLong(NcclEvent::lineNumber));
-    NcclVersion version = banner != null ? new NcclVersion(banner, false, "banner at line " + bannerLine)
+    NcclVersion version = banner != null ? new NcclVersion(banner, false, bannerBasis)
         : clues.infer();
     boolean capped = dropped > 0;
     for (Map.Entry<NcclEventKind, Long> e : eventCounts.entrySet()) {

@@ -74,6 +74,25 @@ class NcclLogParserTest {
   }
 
   @Test
+  void takesTheVersionPyTorchNamesWhenNcclPrintedNone() throws Exception {
+    NcclLog log = parseLines("[rank0]:[I1213 17:20:01.000000000 ProcessGroupNCCL.cpp:912] [PG ID 0 PG GUID 0 Rank 0]"
+        + " ProcessGroupNCCL environments: NCCL version: 2.21.5, TORCH_NCCL_ASYNC_ERROR_HANDLING: 3");
+
+    assertThat(log.version()).get().isEqualTo(new NcclVersion("2.21.5", false,
+        "PyTorch's ProcessGroupNCCL message at line 1"));
+    assertThat(log.pytorchLineCount()).isEqualTo(1);
+  }
+
+  @Test
+  void aMissingPluginIsNoiseButAFailingOneIsNot() throws Exception {
+    NcclLog log = parseLines(
+        "h:1:1 [0] net.cc:1 NCCL WARN NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
+        "h:1:1 [0] net.cc:1 NCCL WARN NET/Plugin: Failed to initialize plugin IBext_v8: ncclInternalError");
+
+    assertThat(log.events()).extracting(NcclEvent::domain).containsExactly(FaultDomain.NOISE, FaultDomain.UNKNOWN);
+  }
+
+  @Test
   void bootstrapSpellingDatesTheVersion() throws Exception {
     assertThat(parseLines("h:1:1 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>").version()).get()
         .extracting(NcclVersion::version).isEqualTo("2.24 or later");
