@@ -48,22 +48,27 @@ public final class IbThresholds {
     return new Builder();
   }
 
+  /** Minimum {@code link_downed} rise for LINK_FLAP. */
   public long linkDowned() {
     return linkDowned;
   }
 
+  /** Minimum rise of a link error counter for LINK_ERRORS. */
   public long linkErrors() {
     return linkErrors;
   }
 
+  /** Minimum {@code port_xmit_wait} rise, in ticks, for CONGESTION. */
   public long xmitWait() {
     return xmitWait;
   }
 
+  /** Minimum {@code port_xmit_discards} rise for CONGESTION. */
   public long xmitDiscards() {
     return xmitDiscards;
   }
 
+  /** Minimum rise of a retransmission counter for RETRANSMISSION. */
   public long retransmissions() {
     return retransmissions;
   }
@@ -78,31 +83,37 @@ public final class IbThresholds {
 
     private Builder() {}
 
+    /** Sets the minimum {@code link_downed} rise; must be positive. */
     public Builder linkDowned(long min) {
       this.linkDowned = positive(min, "linkDowned");
       return this;
     }
 
+    /** Sets the minimum link error rise; must be positive. */
     public Builder linkErrors(long min) {
       this.linkErrors = positive(min, "linkErrors");
       return this;
     }
 
+    /** Sets the minimum {@code port_xmit_wait} rise; must be positive. */
     public Builder xmitWait(long min) {
       this.xmitWait = positive(min, "xmitWait");
       return this;
     }
 
+    /** Sets the minimum {@code port_xmit_discards} rise; must be positive. */
     public Builder xmitDiscards(long min) {
       this.xmitDiscards = positive(min, "xmitDiscards");
       return this;
     }
 
+    /** Sets the minimum retransmission counter rise; must be positive. */
     public Builder retransmissions(long min) {
       this.retransmissions = positive(min, "retransmissions");
       return this;
     }
 
+    /** The thresholds set so far. */
     public IbThresholds build() {
       return new IbThresholds(this);
     }

@@ -317,7 +317,10 @@ final class LogState {
         return h;
       }
     }
-    String h = hosts.computeIfAbsent(s.substring(from, to), k -> k);
+    String h = s.substring(from, to);
+    if (hosts.size() < maxEntries) {
+      h = hosts.computeIfAbsent(h, k -> k);
+    }
     hostCache[hostCacheNext++ & (hostCache.length - 1)] = h;
     return h;
   }

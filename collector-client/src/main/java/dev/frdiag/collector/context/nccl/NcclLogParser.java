@@ -242,6 +242,7 @@ public final class NcclLogParser {
       return this;
     }
 
+    /** A parser with the limits set so far. */
     public NcclLogParser build() {
       return new NcclLogParser(this);
     }

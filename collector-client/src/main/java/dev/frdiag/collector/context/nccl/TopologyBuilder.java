@@ -79,7 +79,7 @@ final class TopologyBuilder {
     }
     if (s.charAt(i) == '+') {
       Matcher m = LINK.matcher(s).region(i, n);
-      if (!m.matches() || nodes.size() >= MAX_NODES) {
+      if (!m.matches() || nodes.size() >= MAX_NODES || links.size() >= 4 * MAX_NODES) {
         return false;
       }
       int column = i - from;
