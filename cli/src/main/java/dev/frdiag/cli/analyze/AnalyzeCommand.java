@@ -60,6 +60,11 @@ public final class AnalyzeCommand implements Callable<Integer> {
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
+  /** A bar only helps a person watching a terminal; in pipes and CI logs it is noise. */
+  private boolean showProgress() {
+    return !quiet && System.console() != null;
+  }
+
   @Override
   public Integer call() throws IOException {
     PrintWriter out = spec.commandLine().getOut();
@@ -84,7 +89,7 @@ public final class AnalyzeCommand implements Callable<Integer> {
           err.println("fr-diagnose: " + e.getMessage());
           return ExitCode.USAGE;
         }
-        try (ProgressBar bar = new ProgressBar(err, "analysed dumps", folder.files().size(), !quiet)) {
+        try (ProgressBar bar = new ProgressBar(err, "dumps", folder.files().size(), showProgress())) {
           for (DumpFileResult r : folder.files()) {
             dumpFiles++;
             if (r.isOk()) {
@@ -97,15 +102,20 @@ public final class AnalyzeCommand implements Callable<Integer> {
           }
         }
         notes.addAll(folder.notes());
+        // Logs beside the dumps are evidence too; other files were already noted by the folder reader.
         try (Stream<Path> others = Files.list(path)) {
-          others.filter(Files::isRegularFile)
-              .filter(f -> folder.files().stream().noneMatch(r -> r.file().equals(f)))
-              .sorted().forEach(files::add);
+          for (Path f : others.filter(Files::isRegularFile).sorted().toList()) {
+            InputKind kind = InputKind.of(f);
+            if ((kind == InputKind.NCCL_LOG || kind == InputKind.TRAINING_LOG)
+                && folder.files().stream().noneMatch(r -> r.file().equals(f))) {
+              files.add(f);
+            }
+          }
         }
       } else {
         files.add(path);
       }
-      try (ProgressBar bar = new ProgressBar(err, "read files", files.size(), !quiet)) {
+      try (ProgressBar bar = new ProgressBar(err, "files", files.size(), showProgress())) {
         for (Path file : files) {
           switch (InputKind.of(file)) {
             case PICKLE_DUMP, JSON_DUMP -> {

@@ -650,14 +650,19 @@ public final class HangAnalyzer {
           .toList();
       if (!consequences.isEmpty()) {
         Set<Integer> waiters = new TreeSet<>();
-        consequences.forEach(n -> waiters.addAll(n.in(MemberState.WAITING)));
+        consequences.forEach(n -> {
+          waiters.addAll(n.in(MemberState.WAITING));
+          waiters.addAll(n.in(MemberState.ISSUED));
+        });
+        waiters.removeAll(culprits);
         String listed = consequences.stream().limit(CASCADE_LISTED).map(this::label)
             .collect(Collectors.joining(", "));
         int more = consequences.size() - CASCADE_LISTED;
         evidence.add(new Evidence("cascade", List.copyOf(waiters), consequences.size()
             + " other collective" + (consequences.size() == 1 ? "" : "s") + " (" + listed
             + (more > 0 ? " and " + more + " more" : "") + ") wait only because some of their members are stuck "
-            + "behind the root cause; ranks " + compact(List.copyOf(waiters)) + " wait there as a consequence"));
+            + "behind the root cause" + (waiters.isEmpty() ? ""
+                : "; " + who(List.copyOf(waiters)) + " wait there as a consequence")));
       }
       if (!silent.isEmpty()) {
         evidence.add(new Evidence("no_snapshot", silent, "no fresh snapshot from ranks " + compact(silent)));
@@ -758,7 +763,7 @@ public final class HangAnalyzer {
               List.copyOf(n.blockedBy)))
           .toList();
       List<String> hosts = culprits.stream().map(c -> ranks.get(c) == null ? "?" : ranks.get(c).evidence.host())
-          .distinct().sorted().toList();
+          .filter(h -> !h.equals("?")).distinct().sorted().toList();
       List<Culprit> details = culprits.stream().map(c -> culprit(c, primary)).toList();
       long since = primary == null || primary.firstCreatedNs == Long.MAX_VALUE ? 0 : primary.firstCreatedNs;
       return new Diagnosis(verdict, symptom, culprits, hosts, primary == null ? null : ref(primary), confidence,
@@ -806,7 +811,8 @@ public final class HangAnalyzer {
           ProcessGroup g = key == null ? null : groups.get(key);
           String where = g == null || g.getDesc().isEmpty() ? o.getProcessGroup() : g.getDesc();
           long seq = o.getIsP2P() ? o.getP2PSeq() : o.getCollectiveSeq();
-          state = (o.getState() == CollectiveState.STARTED ? "waiting in " : "issued, device not started: ")
+          state = (o.getState() == CollectiveState.STARTED ? "waiting in "
+              : r.recordsStarts ? "issued, device not started: " : "issued, not completed: ")
               + o.getOp() + (o.getIsP2P() ? " p2p#" : " #") + seq + " on " + where;
         } else if (r.evidence.isEmpty()) {
           state = "no evidence";

@@ -54,7 +54,7 @@ public final class ReportText {
           : " (" + c.processGroupDesc() + ")") + (c.isP2p() ? " p2p seq " : " seq ") + c.seq() + " " + c.op()
           + (c.commsId().isEmpty() ? "" : "  comms_id " + c.commsId()));
     }
-    field(sb, md, "culprit ranks", r.culpritRanks().isEmpty() ? "none" : r.culpritRanks().toString());
+    field(sb, md, "culprit ranks", r.culpritRanks().isEmpty() ? "none" : Ranks.compact(r.culpritRanks()));
     if (!r.culpritHosts().isEmpty()) {
       field(sb, md, "culprit hosts", String.join(", ", r.culpritHosts()));
     }
@@ -86,7 +86,9 @@ public final class ReportText {
       Instant first = parse(r.timeline().get(0).at());
       for (Report.TimelineEntry t : r.timeline()) {
         Instant at = parse(t.at());
-        String when = at == null || first == null ? t.at()
+        // Offsets read well within an incident; an offline dump analysed days later gets full dates instead.
+        boolean sameDay = at != null && first != null && Duration.between(first, at).toHours() < 24;
+        String when = !sameDay ? t.at()
             : TIME_OF_DAY.format(at) + String.format(" (+%.3f s)", Duration.between(first, at).toNanos() / 1e9);
         item(sb, md, when + "  " + t.event());
       }
