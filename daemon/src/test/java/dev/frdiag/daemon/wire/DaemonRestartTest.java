@@ -32,7 +32,7 @@ class DaemonRestartTest {
 
   private Daemon start() {
     return new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
-        .stallTimeout(Duration.ofSeconds(1)).build()).start();
+        .stallTimeout(Duration.ofSeconds(60)).build()).start();
   }
 
   @Test
@@ -41,13 +41,14 @@ class DaemonRestartTest {
     String json;
     try (Daemon daemon = start()) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
-      // Both ranks' clocks read 10 s ago, so the op rank 0 issued has been outstanding longer than the
-      // stall timeout without anyone waiting in the test.
+      // Both ranks' clocks read 120 s ago, so the op rank 0 issued has been outstanding longer than the 60 s
+      // stall timeout without the test waiting; the watchdog itself (which times from arrival) stays quiet, so
+      // the only report is the one asked for.
       FlightRecorder[] recorders = new FlightRecorder[2];
       ProcessGroupHandle[] world = new ProcessGroupHandle[2];
       Reporter[] reporters = new Reporter[2];
       for (int r = 0; r < 2; r++) {
-        recorders[r] = new FlightRecorder(64, () -> FlightRecorder.epochNanos() - 10_000_000_000L, 600_000);
+        recorders[r] = new FlightRecorder(64, () -> FlightRecorder.epochNanos() - 120_000_000_000L, 600_000);
         world[r] = recorders[r].registerProcessGroup("0", "default_pg", new int[] {0, 1});
         reporters[r] = Reporter.builder(recorders[r], RankIdentity.newBuilder().setJobId("job1").setGlobalRank(r)
             .setWorldSize(2).setHostname("node0").setPid(100 + r).build(), channel).start();
