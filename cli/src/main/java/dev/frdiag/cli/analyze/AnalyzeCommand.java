@@ -1,6 +1,10 @@
 package dev.frdiag.cli.analyze;
 
 import dev.frdiag.cli.ExitCode;
+import dev.frdiag.collector.context.ContextFindings;
+import dev.frdiag.collector.context.nccl.NcclLog;
+import dev.frdiag.collector.context.nccl.NcclLogParser;
+import dev.frdiag.collector.context.nccl.NotAnNcclLogException;
 import dev.frdiag.collector.pytorch.DumpFileResult;
 import dev.frdiag.collector.pytorch.DumpFolder;
 import dev.frdiag.collector.pytorch.DumpFormatException;
@@ -133,8 +137,16 @@ public final class AnalyzeCommand implements Callable<Integer> {
               logFiles++;
               List<WatchdogLine> lines = WatchdogLogReader.read(file);
               evidence.add(lines);
-              if (lines.isEmpty()) {
-                notes.add(file + ": no PyTorch watchdog line");
+              boolean nccl = false;
+              try {
+                NcclLog log = NcclLogParser.create().parse(file);
+                ContextFindings.nodes(job, log).forEach(evidence::add);
+                nccl = log.ncclLineCount() > 0 || !log.topologies().isEmpty();
+              } catch (NotAnNcclLogException e) {
+                // A training log without NCCL lines: its watchdog lines are all it offers.
+              }
+              if (lines.isEmpty() && !nccl) {
+                notes.add(file + ": no PyTorch watchdog line and no NCCL line");
               }
             }
             case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, NCCL log or training log; skipped");

@@ -48,7 +48,8 @@ public enum InputKind {
         || text.contains("\"pg_status\""))) {
       return JSON_DUMP;
     }
-    boolean nccl = text.contains(" NCCL INFO ") || text.contains(" NCCL WARN ") || text.contains("NCCL version ");
+    boolean nccl = text.contains(" NCCL INFO ") || text.contains(" NCCL WARN ") || text.contains("NCCL version ")
+        || text.contains("=== System : maxBw");
     boolean watchdog = text.contains("ProcessGroupNCCL") || text.contains("WorkNCCL(");
     if (nccl) {
       return NCCL_LOG;

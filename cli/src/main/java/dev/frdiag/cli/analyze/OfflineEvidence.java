@@ -7,6 +7,7 @@ import dev.frdiag.daemon.analysis.Liveness;
 import dev.frdiag.daemon.analysis.RankEvidence;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
@@ -27,6 +28,7 @@ public final class OfflineEvidence {
   private final Map<Integer, FlightRecorderDump> dumps = new TreeMap<>();
   private final Map<Integer, String> unreadable = new TreeMap<>();
   private final Map<Integer, List<WatchdogLine>> watchdog = new TreeMap<>();
+  private final List<NodeContext> context = new ArrayList<>();
   private int worldSize;
 
   /** Adds one rank's dump. */
@@ -51,6 +53,12 @@ public final class OfflineEvidence {
     return this;
   }
 
+  /** Adds what a node's NCCL log or counters say. */
+  public OfflineEvidence add(NodeContext node) {
+    context.add(node);
+    return this;
+  }
+
   /** The job's world size when known (it is otherwise inferred from the group memberships seen). */
   public OfflineEvidence worldSize(int worldSize) {
     this.worldSize = worldSize;
@@ -58,7 +66,7 @@ public final class OfflineEvidence {
   }
 
   public boolean isEmpty() {
-    return dumps.isEmpty() && watchdog.isEmpty() && unreadable.isEmpty();
+    return dumps.isEmpty() && watchdog.isEmpty() && unreadable.isEmpty() && context.isEmpty();
   }
 
   /** The analysis input: offline, so every outstanding op counts as stuck. */
@@ -86,7 +94,7 @@ public final class OfflineEvidence {
       ranks.putIfAbsent(u.getKey(), new RankEvidence(u.getKey(), identity(u.getKey(), world), Liveness.UNKNOWN,
           false, u.getValue(), List.of(), List.of(), List.of(), List.of(), Map.of()));
     }
-    return new JobEvidence(job, world, List.copyOf(ranks.values()), 0, Duration.ofSeconds(1));
+    return new JobEvidence(job, Math.max(world, 1), List.copyOf(ranks.values()), 0, Duration.ofSeconds(1), context);
   }
 
   private int inferredWorldSize() {

@@ -32,6 +32,13 @@ import java.util.stream.Collectors;
  */
 public final class HangAnalyzer {
 
+  /**
+   * Collectives a waiting rank may have issued past a stuck one before its program counts as having run on
+   * without the group. Asynchronous launch lets a rank whose own device or link is stuck issue a few more (a
+   * DDP backward issues one all_reduce per bucket); many more means its program never waited on this one.
+   */
+  static final long RUN_AHEAD = 16;
+
   /** Consequence collectives named in the cascade evidence; the rest are counted. */
   static final int CASCADE_LISTED = 5;
 
@@ -39,7 +46,7 @@ public final class HangAnalyzer {
 
   /** Analyses {@code job}. */
   public static Diagnosis analyze(JobEvidence job) {
-    return new Run(job).diagnose();
+    return ContextRules.apply(new Run(job).diagnose(), job);
   }
 
   /** Where one member is relative to one collective. */
@@ -564,8 +571,11 @@ public final class HangAnalyzer {
           }
         }
       }
-      byKind.forEach((kind, rs) -> jobEvidence.add(new Evidence("rank_event", rs,
-          "ranks " + compact(rs) + " reported " + kind.toLowerCase().replace('_', ' '))));
+      byKind.forEach((kind, rs) -> {
+        List<Integer> distinct = rs.stream().distinct().toList();
+        jobEvidence.add(new Evidence("rank_event", distinct, capitalize(who(distinct)) + " reported "
+            + kind.toLowerCase().replace('_', ' ')));
+      });
     }
 
     // ---- the verdict ----
@@ -588,6 +598,13 @@ public final class HangAnalyzer {
       }
       List<Evidence> evidence = new ArrayList<>();
       if (roots.isEmpty()) {
+        if (ranks.isEmpty()) {
+          evidence.addAll(jobEvidence);
+          evidence.add(new Evidence("insufficient", List.of(), "no rank's records, dump or watchdog line"));
+          return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), null, 0.3, evidence,
+              "Nothing here says how the ranks stand: no Flight Recorder dump, no watchdog line.",
+              "Collect the ranks' Flight Recorder dumps (fr-diagnose analyze <folder>) or training logs.");
+        }
         if (nodes.isEmpty() && lost.isEmpty()) {
           evidence.addAll(jobEvidence);
           return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, 1.0, evidence,
@@ -611,6 +628,23 @@ public final class HangAnalyzer {
                 + "or add NCCL logs / InfiniBand counters"
             : "the members that could explain it sent no usable evidence" + (silent.isEmpty() ? ""
                 : " (no snapshot from ranks " + compact(silent) + ")");
+        long runAhead = runAhead(first);
+        if (first.allIssuedNoneStarted && runAhead >= RUN_AHEAD) {
+          // A waiting rank whose program went on to issue many more collectives on the group was not held up by
+          // its own device or CPU: its peers' programs stopped short of this one.
+          List<Integer> ahead = first.states.keySet().stream().filter(r -> runAheadOf(r, first) >= RUN_AHEAD)
+              .toList();
+          evidence.add(new Evidence("ran_ahead", ahead, capitalize(who(ahead)) + " issued " + label(first)
+              + " and " + runAhead + " more collectives on " + first.group.name() + " after it while none "
+              + "completed: " + (ahead.size() == 1 ? "its" : "their") + " program ran on, so "
+              + (ahead.size() == 1 ? "it is" : "they are") + " not the culprit; a member that never issued it is"
+              + (silent.isEmpty() ? " (its evidence is not here)" : "")));
+          return diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(), first, 0.5, evidence,
+              capitalize(who(ahead)) + " ran " + runAhead + " collectives past " + label(first)
+                  + ", which never completed: a peer never issued it (CPU side or a program divergence), so "
+                  + who(ahead) + (ahead.size() == 1 ? " is" : " are") + " not the culprit.",
+              recommendation(Symptom.CPU_STALL));
+        }
         evidence.add(new Evidence("insufficient", List.of(), missing));
         return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
             "The job is stuck in " + label(first) + " but the evidence does not say why: " + missing + ".",
@@ -833,7 +867,7 @@ public final class HangAnalyzer {
     private CollectiveRef ref(Node n) {
       ProcessGroup g = groups.get(n.group);
       CollectiveRecord s = n.sample;
-      String op = s == null ? "?" : s.getOp();
+      String op = s == null ? opFromEvents(n) : s.getOp();
       if (n.owner >= 0) {
         // One rank's send/recv: say which pair, since its p2p seq is that rank's own count.
         s = recordsOf(n.owner, n.group, n.seq, true).stream().findFirst().orElse(s);
@@ -841,6 +875,35 @@ public final class HangAnalyzer {
       }
       return new CollectiveRef(n.group.name(), g == null ? "" : g.getDesc(), n.seq, n.p2p, op,
           s == null || s.getCommsId() == 0 ? "" : CommsId.format(s.getCommsId()));
+    }
+
+    private long runAhead(Node n) {
+      return n.states.keySet().stream().mapToLong(r -> runAheadOf(r, n)).max().orElse(0);
+    }
+
+    private long runAheadOf(int rank, Node n) {
+      RankIndex r = ranks.get(rank);
+      RankIndex.Track t = r == null ? null : r.tracks.get(n.group);
+      if (t == null || n.p2p) {
+        return 0;
+      }
+      return Math.max(0, t.enqueued - n.seq);
+    }
+
+    /** Without records (watchdog lines only), the op a rank's timeout event names. */
+    private String opFromEvents(Node n) {
+      for (int rank : n.states.keySet()) {
+        RankIndex r = ranks.get(rank);
+        if (r == null) {
+          continue;
+        }
+        for (RankEvent e : r.evidence.events()) {
+          if (e.getSeq() == n.seq && !e.getOp().isEmpty()) {
+            return e.getOp();
+          }
+        }
+      }
+      return "collective";
     }
 
     private String label(Node n) {
@@ -905,7 +968,7 @@ public final class HangAnalyzer {
   }
 
   /** "rank 5" or "ranks 4, 6, 7" (runs collapsed). */
-  static String who(List<Integer> ranks) {
+  public static String who(List<Integer> ranks) {
     return (ranks.size() == 1 ? "rank " : "ranks ") + bare(ranks);
   }
 
@@ -915,7 +978,7 @@ public final class HangAnalyzer {
     return c.substring(1, c.length() - 1);
   }
 
-  private static String capitalize(String s) {
+  static String capitalize(String s) {
     return s.isEmpty() ? s : Character.toUpperCase(s.charAt(0)) + s.substring(1);
   }
 

@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.analysis;
 
+import dev.frdiag.proto.v1.NodeContext;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
@@ -14,11 +15,19 @@ import java.util.Objects;
  * @param observedAtNs epoch ns of the observation; 0 for offline evidence (dumps), which is then assumed
  *     to have been written because the job hung
  * @param stallThreshold for live evidence: how long a group must make no progress to count as stuck
+ * @param context what each node's NCCL logs and InfiniBand counters say; may be empty
  */
 public record JobEvidence(String jobId, int worldSize, List<RankEvidence> ranks, long observedAtNs,
-    Duration stallThreshold) {
+    Duration stallThreshold, List<NodeContext> context) {
+
+  /** Evidence without node context. */
+  public JobEvidence(String jobId, int worldSize, List<RankEvidence> ranks, long observedAtNs,
+      Duration stallThreshold) {
+    this(jobId, worldSize, ranks, observedAtNs, stallThreshold, List.of());
+  }
 
   public JobEvidence {
+    context = context == null ? List.of() : List.copyOf(context);
     Objects.requireNonNull(jobId, "jobId");
     Objects.requireNonNull(stallThreshold, "stallThreshold");
     ranks = ranks.stream().sorted(Comparator.comparingInt(RankEvidence::rank)).toList();

@@ -1,0 +1,111 @@
+package dev.frdiag.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code fr-diagnose analyze} on the real NCCL and watchdog log excerpts: each yields the reading the samples state. */
+class AnalyzeLogsTest {
+
+  private record Result(int code, JsonNode report, String err) {}
+
+  private static Result analyze(Path... files) throws Exception {
+    List<String> args = new ArrayList<>(List.of("--json", "analyze", "-q"));
+    for (Path f : files) {
+      args.add(f.toString());
+    }
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = FrDiagnose.run(args.toArray(String[]::new), new PrintWriter(out), new PrintWriter(err));
+    return new Result(code, out.toString().isBlank() ? null : new ObjectMapper().readTree(out.toString()),
+        err.toString());
+  }
+
+  private static Path sample(String name) throws Exception {
+    return Path.of(AnalyzeLogsTest.class.getResource("/nccl_logs/" + name).toURI());
+  }
+
+  private static List<String> texts(JsonNode array) {
+    List<String> out = new ArrayList<>();
+    array.forEach(n -> out.add(n.isTextual() ? n.asText() : n.toString()));
+    return out;
+  }
+
+  @Test
+  void outOfMemoryOnOneGpuIsAGpuStallThoughItsPeerComplainedFirst() throws Exception {
+    Result r = analyze(sample("nccl1235-oom-then-socket-closed.log"));
+    assertThat(r.report().get("symptom").asText()).isEqualTo("GPU_STALL");
+    assertThat(texts(r.report().get("culprit_hosts"))).containsExactly("ng30903");
+    assertThat(r.report().get("headline").asText()).contains("GPU 3");
+    assertThat(r.code()).isEqualTo(ExitCode.HANG);
+  }
+
+  @Test
+  void statusTwelveFromOnePeerIsTheFabricAndNamesThePeer() throws Exception {
+    JsonNode report = analyze(sample("nccl1405-ib-status12-roce-recv.log")).report();
+    assertThat(report.get("symptom").asText()).isEqualTo("FABRIC");
+    assertThat(texts(report.get("culprit_hosts"))).contains("10.216.210.236");
+    assertThat(report.get("culprit_ranks").size()).isZero();
+    assertThat(report.get("evidence").get(0).get("detail").asText()).contains("status 12");
+  }
+
+  @Test
+  void localProtectionErrorIsTheReportingHostsNetworkNotTheFabric() throws Exception {
+    JsonNode report = analyze(sample("nccltests252-2node-8rank-ib-err4.log")).report();
+    assertThat(report.get("symptom").asText()).isEqualTo("NODE_NETWORK");
+    assertThat(texts(report.get("culprit_hosts"))).containsExactly("kolyoz2");
+  }
+
+  @Test
+  void logsWithoutAFailureSupportNoVerdictAndSaySo() throws Exception {
+    for (String name : List.of("nccl1232-socket-2node-4rank-init.log", "nccl1197-nvls-hang-topology.log")) {
+      Result r = analyze(sample(name));
+      assertThat(r.report().get("verdict").asText()).as(name).isEqualTo("INSUFFICIENT_EVIDENCE");
+      assertThat(r.code()).isEqualTo(ExitCode.INSUFFICIENT_EVIDENCE);
+      assertThat(r.report().get("evidence").toString()).as(name).contains("show no failure");
+    }
+    assertThat(analyze(sample("nccl1232-socket-2node-4rank-init.log")).report().get("evidence").toString())
+        .contains("no RDMA NIC, Socket in use");
+    assertThat(analyze(sample("nccl1197-nvls-hang-topology.log")).report().get("evidence").toString())
+        .contains("GPU to NIC affinity", "PIX 24.0 GB/s");
+  }
+
+  @Test
+  void watchdogLinesWhereEveryVisibleRankIssuedTheCollectiveAreNotACpuStall() throws Exception {
+    JsonNode report = analyze(sample("llamafactory7396-watchdog-allreduce.log")).report();
+    assertThat(report.get("verdict").asText()).isEqualTo("INSUFFICIENT_EVIDENCE");
+    assertThat(report.get("culprit_ranks").size()).isZero();
+    assertThat(report.get("collective").get("seq").asLong()).isEqualTo(1580);
+  }
+
+  @Test
+  void aRankThatRanFarAheadOfTheStuckCollectiveIsNotTheCulprit() throws Exception {
+    JsonNode report = analyze(sample("clmvsnet14-syncbn-enqueued-ahead.log")).report();
+    assertThat(report.get("symptom").asText()).isEqualTo("CPU_STALL");
+    assertThat(report.get("culprit_ranks").size()).isZero();
+    assertThat(report.get("headline").asText()).contains("rank 0 is not the culprit");
+    assertThat(report.get("collective").get("seq").asLong()).isEqualTo(716);
+  }
+
+  @Test
+  void garbageIsOneClearLineAndNoCrash(@TempDir Path dir) throws Exception {
+    Path junk = dir.resolve("core.bin");
+    byte[] bytes = new byte[4096];
+    new java.util.Random(7).nextBytes(bytes);
+    Files.write(junk, bytes);
+    Result r = analyze(junk);
+    assertThat(r.code()).isEqualTo(ExitCode.INSUFFICIENT_EVIDENCE);
+    assertThat(r.err()).contains(junk + ": not a Flight Recorder dump, NCCL log or training log; skipped")
+        .contains("nothing to analyse");
+    assertThat(analyze(dir.resolve("missing")).code()).isEqualTo(ExitCode.USAGE);
+  }
+}
