@@ -8,6 +8,7 @@ import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.InternedFrame;
 import dev.frdiag.proto.v1.JobSummary;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
@@ -35,6 +36,7 @@ public final class Job {
   private final long firstSeenMs;
   private boolean incidentOpen;
   private String latestReportId = "";
+  private final Map<String, NodeContext> contexts = new TreeMap<>();
 
   Job(String id, int worldSize, int window, long nowMs) {
     this.id = id;
@@ -262,7 +264,7 @@ public final class Job {
         out.add(new RankEvidence(e.getKey(), r.identity, liveness, answered, missing,
             new ArrayList<>(r.groups.values()), records, progress, new ArrayList<>(r.events), frames));
       }
-      return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold);
+      return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold, List.copyOf(contexts.values()));
     }
   }
 
@@ -344,6 +346,15 @@ public final class Job {
           .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos));
       if (!anyLost && advanced) {
         incidentOpen = false;
+      }
+    }
+  }
+
+  /** What a node's NCCL logs and counters say; replaces that node's earlier post. */
+  public void context(NodeContext node) {
+    synchronized (lock) {
+      if (contexts.size() < JobRegistry.MAX_NODES_PER_JOB || contexts.containsKey(node.getHostname())) {
+        contexts.put(node.getHostname(), node);
       }
     }
   }

@@ -6,6 +6,8 @@ import dev.frdiag.daemon.registry.RankLink;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectorConfig;
+import dev.frdiag.proto.v1.ContextAck;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DumpRequest;
@@ -43,6 +45,21 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     this.maxMessageBytes = maxMessageBytes;
     this.nanoTime = nanoTime;
     this.millis = millis;
+  }
+
+  @Override
+  public void reportContext(NodeContext node, StreamObserver<ContextAck> out) {
+    try {
+      MessageValidator.context(node);
+    } catch (IllegalArgumentException e) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    }
+    registry.context(node);
+    log.debug("job={} host={} posted {} context findings", node.getJobId(), node.getHostname(),
+        node.getFindingsCount());
+    out.onNext(ContextAck.getDefaultInstance());
+    out.onCompleted();
   }
 
   @Override

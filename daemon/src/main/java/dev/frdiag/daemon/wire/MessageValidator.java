@@ -4,6 +4,7 @@ import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
 import java.util.List;
@@ -71,6 +72,21 @@ final class MessageValidator {
         throw new IllegalArgumentException("rank " + id.getGlobalRank() + " is not a member of process group '"
             + g.getName() + "' it announced");
       }
+    }
+  }
+
+  static final int MAX_FINDINGS = 1000;
+
+  /** @throws IllegalArgumentException describing the first problem */
+  static void context(NodeContext node) {
+    if (!ReportStore.JOB_ID.matcher(node.getJobId()).matches()) {
+      throw new IllegalArgumentException("invalid job_id '" + abbreviate(node.getJobId()) + "'");
+    }
+    if (node.getHostname().isEmpty() || node.getHostname().length() > 255) {
+      throw new IllegalArgumentException("hostname must be 1-255 characters");
+    }
+    if (node.getFindingsCount() > MAX_FINDINGS) {
+      throw new IllegalArgumentException(node.getFindingsCount() + " findings is more than " + MAX_FINDINGS);
     }
   }
 
