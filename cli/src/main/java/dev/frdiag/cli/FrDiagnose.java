@@ -31,7 +31,7 @@ import picocli.CommandLine.Parameters;
         + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
         + "none is stored."},
     subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class,
-        AnalyzeCommand.class},
+        AnalyzeCommand.class, TopologyCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:no hang", "1:hang diagnosed", "2:usage error",
         "3:daemon unreachable, or job/report unknown", "4:insufficient evidence for a verdict", "5:other failure"})
