@@ -71,6 +71,10 @@ public final class Reporter implements AutoCloseable {
   private long nextConnectAtNanos;
   private long backoffNanos;
   private long newCursor;
+  // Every record below this id was shipped on some stream or counted as dropped. Kept apart from newCursor,
+  // which rewinds on every connect attempt: a record shipped to an earlier daemon and overwritten during an
+  // outage was not lost by the rank, so it must not be counted again.
+  private long accountedUpTo;
   private long[] open = new long[16];
   private int openCount;
   private long droppedRecords;
@@ -267,9 +271,7 @@ public final class Reporter implements AutoCloseable {
     long next = recorder.nextRecordId();
     long oldest = Math.max(0, next - recorder.capacity());
     // Records never shipped and already overwritten are lost; count them before rewinding.
-    if (newCursor < oldest) {
-      droppedRecords += oldest - newCursor;
-    }
+    countDroppedBelow(oldest);
     newCursor = oldest;
     openCount = 0;
     announcedGroups = recorder.processGroupCount();
@@ -340,7 +342,7 @@ public final class Reporter implements AutoCloseable {
     long next = recorder.nextRecordId();
     long oldest = Math.max(0, next - recorder.capacity());
     if (newCursor < oldest) {
-      droppedRecords += oldest - newCursor;
+      countDroppedBelow(oldest);
       newCursor = oldest;
     }
     for (; newCursor < next; newCursor++) {
@@ -352,9 +354,10 @@ public final class Reporter implements AutoCloseable {
         break;
       }
       if (read == RecordRing.ReadResult.GONE) {
-        droppedRecords++;
+        countDroppedBelow(newCursor + 1);
         continue;
       }
+      accountedUpTo = Math.max(accountedUpTo, newCursor + 1);
       addRecord(batch, s);
       flushIfFull(batch, s);
       if (view.state != RecordRing.COMPLETED) {
@@ -366,6 +369,14 @@ public final class Reporter implements AutoCloseable {
     }
     if (batch.getRecordsCount() > 0) {
       s.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
+    }
+  }
+
+  /** Counts as dropped the records below {@code id} that were neither shipped nor counted yet. */
+  private void countDroppedBelow(long id) {
+    if (accountedUpTo < id) {
+      droppedRecords += id - accountedUpTo;
+      accountedUpTo = id;
     }
   }
 
