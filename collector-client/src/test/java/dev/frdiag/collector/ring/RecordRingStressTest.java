@@ -119,7 +119,7 @@ class RecordRingStressTest {
 
   private static long append(RecordRing ring, long id) {
     return ring.append((int) (id * 2), id * 3, id * 11, id * 5, (int) (id * 13), (id & 1) == 1, (int) (id * 17),
-        (int) (id * 19), (int) (id * 23), (int) (id * 29), (int) (id * 31), id * 7, id + CREATED);
+        (int) (id * 19), (int) (id * 23), (int) (id * 29), (int) (id * 31), id + CREATED);
   }
 
   /** Null when every field of {@code view} is the one record {@code id} was written with. */
@@ -137,7 +137,6 @@ class RecordRingStressTest {
         && v.outputs == (int) (r * 23)
         && v.stack == (int) (r * 29)
         && v.thread == (int) (r * 31)
-        && v.commsId == r * 7
         && v.timeCreatedNs == r + CREATED;
     boolean stateMatches = switch (v.state) {
       case RecordRing.SCHEDULED -> v.timeStartedNs == 0 && v.timeCompletedNs == 0;
@@ -150,7 +149,7 @@ class RecordRingStressTest {
     }
     return "asked for " + id + ", got record " + r + ": group=" + v.processGroup + " collectiveSeq="
         + v.collectiveSeq + " p2pSeq=" + v.p2pSeq + " opId=" + v.opId + " op=" + v.op + " isP2p=" + v.isP2p
-        + " peer=" + v.peer + " commsId=" + v.commsId + " state=" + v.state + " created=" + v.timeCreatedNs
+        + " peer=" + v.peer + " state=" + v.state + " created=" + v.timeCreatedNs
         + " started=" + v.timeStartedNs + " completed=" + v.timeCompletedNs;
   }
 
