@@ -196,7 +196,7 @@ public final class FlightRecorder {
     ring.markCompleted(handle, clockNanos.getAsLong(), progressTracker);
   }
 
-  private void trackProgress(int groupId, boolean p2p, long seq, byte newState) {
+  private void trackProgress(int groupId, boolean p2p, long seq, byte newState, long timeNs) {
     ProcessGroupHandle pg = groups.get(groupId);
     if (newState == RecordRing.COMPLETED) {
       if (p2p) {
@@ -206,7 +206,7 @@ public final class FlightRecorder {
       } else if (seq > pg.lastCompletedSeq) {
         pg.lastCompletedSeq = seq;
       }
-      pg.lastProgressNs = clockNanos.getAsLong();
+      pg.lastProgressNs = timeNs;
     } else if (!p2p && seq > pg.lastStartedSeq) {
       pg.lastStartedSeq = seq;
     }

@@ -118,10 +118,13 @@ public final class RecordRing {
     return id;
   }
 
-  /** Told which group and seq a state change concerns, so progress is tracked without a second read. */
+  /**
+   * Told which group and seq a state change concerns and when it happened, so progress is tracked without a
+   * second read of the slot or the clock.
+   */
   @FunctionalInterface
   public interface StateListener {
-    void onStateChange(int processGroup, boolean isP2p, long seq, byte newState);
+    void onStateChange(int processGroup, boolean isP2p, long seq, byte newState, long timeNs);
   }
 
   /** Marks a record started; a no-op when it was already overwritten or is past that state. */
@@ -153,7 +156,7 @@ public final class RecordRing {
     }
     endWrite(slot);
     if (changed) {
-      listener.onStateChange(group, p2p, seq, newState);
+      listener.onStateChange(group, p2p, seq, newState, timeNs);
     }
   }
 

@@ -29,7 +29,7 @@ class RecordRingStressTest {
   private static final long CREATED = 1_000_000_000L;
   private static final long STARTED_AT = 2_000_000_000L;
   private static final long COMPLETED_AT = 3_000_000_000L;
-  private static final RecordRing.StateListener IGNORE = (group, p2p, seq, state) -> { };
+  private static final RecordRing.StateListener IGNORE = (group, p2p, seq, state, timeNs) -> { };
 
   @Test
   void concurrentSnapshotsNeverSeeATornRecord() throws InterruptedException {
