@@ -134,7 +134,7 @@ public final class FlightRecorder {
     long opId = ++pg.opId;
     pg.lastEnqueuedSeq = seq;
     return ring.append(pg.id, seq, 0, opId, op.id, false, -1, inputs.id, outputs.id, stackId(stack), thread(),
-        CommsId.of(pg.name(), seq, false, pg.layout), clockNanos.getAsLong());
+        clockNanos.getAsLong());
   }
 
   /**
@@ -148,7 +148,7 @@ public final class FlightRecorder {
     long opId = ++pg.opId;
     pg.lastEnqueuedP2pSeq = seq;
     return ring.append(pg.id, 0, seq, opId, op.id, true, peerGlobalRank, tensors.id, tensors.id, stackId(stack),
-        thread(), CommsId.of(pg.name(), seq, true, pg.layout), clockNanos.getAsLong());
+        thread(), clockNanos.getAsLong());
   }
 
   /**
@@ -183,7 +183,7 @@ public final class FlightRecorder {
       pg.lastEnqueuedSeq = seq;
     }
     return ring.append(pg.id, p2p ? 0 : seq, p2p ? seq : 0, pg.opId, coalescedMarker.id, p2p, -1, -1, -1,
-        StackTrace.NONE, thread(), CommsId.of(pg.name(), seq, p2p, pg.layout), clockNanos.getAsLong());
+        StackTrace.NONE, thread(), clockNanos.getAsLong());
   }
 
   /** The device started the op; ignored when the record was already overwritten. */
@@ -196,7 +196,7 @@ public final class FlightRecorder {
     ring.markCompleted(handle, clockNanos.getAsLong(), progressTracker);
   }
 
-  private void trackProgress(int groupId, boolean p2p, long seq, byte newState) {
+  private void trackProgress(int groupId, boolean p2p, long seq, byte newState, long timeNs) {
     ProcessGroupHandle pg = groups.get(groupId);
     if (newState == RecordRing.COMPLETED) {
       if (p2p) {
@@ -206,7 +206,7 @@ public final class FlightRecorder {
       } else if (seq > pg.lastCompletedSeq) {
         pg.lastCompletedSeq = seq;
       }
-      pg.lastProgressNs = clockNanos.getAsLong();
+      pg.lastProgressNs = timeNs;
     } else if (!p2p && seq > pg.lastStartedSeq) {
       pg.lastStartedSeq = seq;
     }
@@ -221,12 +221,19 @@ public final class FlightRecorder {
 
   /** Copies record {@code id} into {@code view}; false when it is not (or no longer) in the ring. */
   public boolean read(long id, RecordView view) {
-    return ring.read(id, view);
+    return tryRead(id, view) == RecordRing.ReadResult.OK;
   }
 
   /** Like {@link #read}, but tells an overwritten record from a slot that is busy right now. */
   public RecordRing.ReadResult tryRead(long id, RecordView view) {
-    return ring.tryRead(id, view);
+    RecordRing.ReadResult result = ring.tryRead(id, view);
+    if (result == RecordRing.ReadResult.OK) {
+      // Hashed here rather than at enqueue: it costs as much as the rest of recording an op, and only
+      // readers need it.
+      ProcessGroupHandle pg = groups.get(view.processGroup);
+      view.commsId = CommsId.of(pg.name(), view.isP2p ? view.p2pSeq : view.collectiveSeq, view.isP2p, pg.layout);
+    }
+    return result;
   }
 
   /** Converts a view to its wire form; frames are referenced by this recorder's stack ids. */

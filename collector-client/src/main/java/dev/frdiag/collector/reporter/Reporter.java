@@ -62,6 +62,10 @@ public final class Reporter implements AutoCloseable {
 
   // Shipping state, guarded by lock (touched only from tick and close).
   private long newCursor;
+  // Every record below this id was shipped on some stream or counted as dropped. Kept apart from newCursor,
+  // which rewinds on every connect attempt: a record shipped to an earlier daemon and overwritten during an
+  // outage was not lost by the rank, so it must not be counted again.
+  private long accountedUpTo;
   private long[] open = new long[16];
   private int openCount;
   private long droppedRecords;
@@ -235,9 +239,7 @@ public final class Reporter implements AutoCloseable {
     long next = recorder.nextRecordId();
     long oldest = Math.max(0, next - recorder.capacity());
     // Records never shipped and already overwritten are lost; count them before rewinding.
-    if (newCursor < oldest) {
-      droppedRecords += oldest - newCursor;
-    }
+    countDroppedBelow(oldest);
     newCursor = oldest;
     openCount = 0;
     announcedGroups = recorder.processGroupCount();
@@ -294,7 +296,7 @@ public final class Reporter implements AutoCloseable {
     long next = recorder.nextRecordId();
     long oldest = Math.max(0, next - recorder.capacity());
     if (newCursor < oldest) {
-      droppedRecords += oldest - newCursor;
+      countDroppedBelow(oldest);
       newCursor = oldest;
     }
     for (; newCursor < next; newCursor++) {
@@ -306,9 +308,10 @@ public final class Reporter implements AutoCloseable {
         break;
       }
       if (read == RecordRing.ReadResult.GONE) {
-        droppedRecords++;
+        countDroppedBelow(newCursor + 1);
         continue;
       }
+      accountedUpTo = Math.max(accountedUpTo, newCursor + 1);
       addRecord(batch);
       flushIfFull(batch);
       if (view.state != RecordRing.COMPLETED) {
@@ -320,6 +323,14 @@ public final class Reporter implements AutoCloseable {
     }
     if (batch.getRecordsCount() > 0) {
       stream.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
+    }
+  }
+
+  /** Counts as dropped the records below {@code id} that were neither shipped nor counted yet. */
+  private void countDroppedBelow(long id) {
+    if (accountedUpTo < id) {
+      droppedRecords += id - accountedUpTo;
+      accountedUpTo = id;
     }
   }
 

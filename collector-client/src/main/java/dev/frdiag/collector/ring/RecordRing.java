@@ -40,7 +40,6 @@ public final class RecordRing {
   private final int[] outputs;
   private final int[] stack;
   private final int[] thread;
-  private final long[] commsId;
   private final byte[] state;
   private final long[] timeCreatedNs;
   private final long[] timeStartedNs;
@@ -67,7 +66,6 @@ public final class RecordRing {
     outputs = new int[capacity];
     stack = new int[capacity];
     thread = new int[capacity];
-    commsId = new long[capacity];
     state = new byte[capacity];
     timeCreatedNs = new long[capacity];
     timeStartedNs = new long[capacity];
@@ -94,7 +92,7 @@ public final class RecordRing {
    * @return the record id, the handle for {@link #markStarted} and {@link #markCompleted}
    */
   public long append(int processGroup, long collectiveSeq, long p2pSeq, long opId, int op, boolean isP2p,
-      int peer, int inputs, int outputs, int stack, int thread, long commsId, long timeCreatedNs) {
+      int peer, int inputs, int outputs, int stack, int thread, long timeCreatedNs) {
     long id = nextRecordId.getAndIncrement();
     int slot = (int) (id % capacity);
     if (!beginWrite(slot)) {
@@ -112,7 +110,6 @@ public final class RecordRing {
     this.outputs[slot] = outputs;
     this.stack[slot] = stack;
     this.thread[slot] = thread;
-    this.commsId[slot] = commsId;
     this.state[slot] = SCHEDULED;
     this.timeCreatedNs[slot] = timeCreatedNs;
     this.timeStartedNs[slot] = 0;
@@ -121,10 +118,13 @@ public final class RecordRing {
     return id;
   }
 
-  /** Told which group and seq a state change concerns, so progress is tracked without a second read. */
+  /**
+   * Told which group and seq a state change concerns and when it happened, so progress is tracked without a
+   * second read of the slot or the clock.
+   */
   @FunctionalInterface
   public interface StateListener {
-    void onStateChange(int processGroup, boolean isP2p, long seq, byte newState);
+    void onStateChange(int processGroup, boolean isP2p, long seq, byte newState, long timeNs);
   }
 
   /** Marks a record started; a no-op when it was already overwritten or is past that state. */
@@ -156,7 +156,7 @@ public final class RecordRing {
     }
     endWrite(slot);
     if (changed) {
-      listener.onStateChange(group, p2p, seq, newState);
+      listener.onStateChange(group, p2p, seq, newState, timeNs);
     }
   }
 
@@ -203,7 +203,8 @@ public final class RecordRing {
       into.outputs = outputs[slot];
       into.stack = stack[slot];
       into.thread = thread[slot];
-      into.commsId = commsId[slot];
+      // Not stored in the ring (see RecordView.commsId): never leave a previous record's value behind.
+      into.commsId = 0;
       into.state = state[slot];
       into.timeCreatedNs = timeCreatedNs[slot];
       into.timeStartedNs = timeStartedNs[slot];
