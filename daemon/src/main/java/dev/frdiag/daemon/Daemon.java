@@ -58,6 +58,10 @@ public final class Daemon implements AutoCloseable {
         // Ranks keep streams open for the job's lifetime; allow their keepalive pings.
         .permitKeepAliveTime(10, TimeUnit.SECONDS)
         .permitKeepAliveWithoutCalls(true)
+        // A host that vanishes without closing its connections (power loss, partition) is detected here: its
+        // streams end, and its ranks count as lost.
+        .keepAliveTime(10, TimeUnit.SECONDS)
+        .keepAliveTimeout(5, TimeUnit.SECONDS)
         .addService(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
             System::nanoTime, System::currentTimeMillis))
         .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline()))

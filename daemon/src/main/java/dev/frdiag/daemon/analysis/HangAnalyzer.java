@@ -331,7 +331,8 @@ public final class HangAnalyzer {
       if (enqueued >= seq) {
         return !p2p && t.started >= seq ? MemberState.WAITING : MemberState.ISSUED;
       }
-      return MemberState.NOT_ISSUED;
+      // Absence in an old window (no fresh snapshot) says nothing: the rank may have issued it since.
+      return r.evidence.answered() ? MemberState.NOT_ISSUED : MemberState.UNKNOWN;
     }
 
     // ---- classifying members of a stuck operation ----
@@ -356,7 +357,11 @@ public final class HangAnalyzer {
           continue;
         }
         if (s == MemberState.UNKNOWN) {
-          n.suspect(Cause.DEAD, rank);
+          // No evidence at all, or only a stale window from a rank that is still connected: blame needs more.
+          if (r == null || r.evidence.liveness() != Liveness.ALIVE && r.evidence.liveness() != Liveness.UNKNOWN
+              || r.evidence.isEmpty() && job.offline()) {
+            n.suspect(Cause.DEAD, rank);
+          }
           continue;
         }
         CollectiveRecord blocking = r.oldestIncomplete;

@@ -259,8 +259,9 @@ public final class Job {
         }
         String missing = answered ? "" : reply != null ? "dump failed: " + reply.getError()
             : r.liveness == Liveness.LOST ? "stream lost" : noReplyReason;
-        // A rank that answered the dump request is alive, however late its heartbeats were.
-        Liveness liveness = answered ? Liveness.ALIVE : r.liveness;
+        // A rank that answered the dump request is alive, however late its heartbeats were; one that only went
+        // silent (its stream still open) may be slow rather than gone: that is unknown, not dead.
+        Liveness liveness = answered ? Liveness.ALIVE : r.silent ? Liveness.UNKNOWN : r.liveness;
         out.add(new RankEvidence(e.getKey(), r.identity, liveness, answered, missing,
             new ArrayList<>(r.groups.values()), records, progress, new ArrayList<>(r.events), frames));
       }
@@ -286,7 +287,9 @@ public final class Job {
           r.silent = true;
           r.lostAtNanos = nowNanos;
         }
-        if (r.liveness == Liveness.LOST && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
+        // Only a stream that ended counts here: silence alone is often a starved process, and a host that vanished
+        // without closing its connection is found by the transport's keepalive, which then ends the stream.
+        if (r.liveness == Liveness.LOST && !r.silent && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
           return "rank_lost";
         }
         if (r.unhandledEvent && !r.events.isEmpty()) {

@@ -310,4 +310,21 @@ class HangAnalyzerTest {
     assertThat(d.symptom()).isEqualTo(Symptom.FABRIC);
     assertThat(d.culpritRanks()).isEmpty();
   }
+
+  @Test
+  void aConnectedRankThatMissedTheSnapshotIsNotBlamedForWhatItsOldWindowLacks() {
+    // Rank 3 answered no snapshot and its stored window predates the gather; rank 1's device never started it.
+    Snapshots s = healthySteps(job(), 2);
+    s.only("tp0", "_all_gather_base", STARTED, 0).only("tp0", "_all_gather_base", SCHEDULED, 1)
+        .only("tp1", "_all_gather_base", STARTED, 2);
+    JobEvidence base = s.offline();
+    List<RankEvidence> ranks = new ArrayList<>();
+    for (RankEvidence r : base.ranks()) {
+      ranks.add(r.rank() != 3 ? r : new RankEvidence(3, r.identity(), Liveness.UNKNOWN, false, "no reply in time",
+          r.groups(), r.records(), r.progress(), r.events(), r.frames()));
+    }
+    Diagnosis d = HangAnalyzer.analyze(new JobEvidence("t", 8, ranks, 0, Duration.ofSeconds(1)));
+    assertThat(d.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(d.culpritRanks()).containsExactly(1);
+  }
 }
