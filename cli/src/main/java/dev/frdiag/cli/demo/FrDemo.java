@@ -150,7 +150,8 @@ public final class FrDemo implements Callable<Integer> {
     // Large simulations keep smaller rings so thousands of ranks fit in one JVM.
     int ring = ranks > 512 ? 256 : FlightRecorder.DEFAULT_CAPACITY;
     DaemonSettings settings = DaemonSettings.builder().port(0).bindAddress("127.0.0.1").dataDir(dir)
-        .stallTimeout(stallTimeout).heartbeatTimeout(stallTimeout.multipliedBy(3).plusSeconds(2))
+        // Thousands of simulated ranks share 2 cores with the daemon: heartbeats can lag by seconds.
+        .stallTimeout(stallTimeout).heartbeatTimeout(Duration.ofSeconds(Math.max(10, ranks / 64)))
         .snapshotDeadline(Duration.ofSeconds(Math.max(3, ranks / 128))).heartbeatInterval(Duration.ofMillis(500))
         .window(Math.min(ring, 512)).build();
     try (Daemon daemon = new Daemon(settings).start()) {

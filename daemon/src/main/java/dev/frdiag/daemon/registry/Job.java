@@ -287,10 +287,14 @@ public final class Job {
           r.silent = true;
           r.lostAtNanos = nowNanos;
         }
-        // Only a stream that ended counts here: silence alone is often a starved process, and a host that vanished
-        // without closing its connection is found by the transport's keepalive, which then ends the stream.
+        // A stream that ended is a lost rank. Silence opens an incident only after the grace as well, and the
+        // analysis does not take it for death: a starved process is often just slow, and a host that vanished
+        // without closing its connection is found by the transport's keepalive, which then ends its streams.
         if (r.liveness == Liveness.LOST && !r.silent && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
           return "rank_lost";
+        }
+        if (r.silent && r.liveness == Liveness.LOST && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
+          return "heartbeat_lost";
         }
         if (r.unhandledEvent && !r.events.isEmpty()) {
           return r.events.getLast().getKind().name().toLowerCase();

@@ -116,7 +116,8 @@ public final class Investigator {
   private static String describe(String trigger) {
     return switch (trigger) {
       case "stall" -> "stall detected: a process group with outstanding work stopped making progress";
-      case "rank_lost" -> "rank lost: a stream ended without goodbye or heartbeats stopped";
+      case "rank_lost" -> "rank lost: a stream ended without goodbye";
+      case "heartbeat_lost" -> "a rank's heartbeats stopped (its stream is still open)";
       case "watchdog_timeout" -> "a rank reported a watchdog timeout";
       case "comm_error" -> "a rank reported a communication error";
       case "cuda_error" -> "a rank reported a CUDA error";

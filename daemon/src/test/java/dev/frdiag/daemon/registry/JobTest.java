@@ -1,0 +1,85 @@
+package dev.frdiag.daemon.registry;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.RankIdentity;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The watchdog's triggers, driven with an explicit clock. */
+class JobTest {
+  private static final long S = 1_000_000_000L;
+  private static final Duration STALL = Duration.ofSeconds(30);
+  private static final Duration HEARTBEAT = Duration.ofSeconds(15);
+  private static final Duration GRACE = Duration.ofSeconds(30);
+
+  private static Job twoRanks() {
+    Job job = new Job("j", 2, 16, 0);
+    ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1)
+        .build();
+    for (int r = 0; r < 2; r++) {
+      job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
+          List.of(world), request -> { }, "s" + r, 0, 0, 0);
+    }
+    return job;
+  }
+
+  private static ProcessGroupProgress progress(long enqueued, long completed) {
+    return ProcessGroupProgress.newBuilder().setProcessGroup("0").setLastEnqueuedSeq(enqueued)
+        .setLastCompletedSeq(completed).setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build();
+  }
+
+  @Test
+  void aGroupWithOutstandingWorkAndNoProgressForTheStallTimeoutOpensAnIncident() {
+    Job job = twoRanks();
+    job.heartbeat(0, List.of(progress(5, 4)), 0, 1 * S, 0);
+    job.heartbeat(1, List.of(progress(5, 4)), 0, 1 * S, 0);
+    job.heartbeat(0, List.of(progress(5, 4)), 0, 20 * S, 0);
+    job.heartbeat(1, List.of(progress(5, 4)), 0, 20 * S, 0);
+    assertThat(job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    job.heartbeat(0, List.of(progress(5, 4)), 0, 31 * S, 0);
+    job.heartbeat(1, List.of(progress(5, 4)), 0, 31 * S, 0);
+    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("stall");
+  }
+
+  @Test
+  void progressKeepsTheWatchdogQuiet() {
+    Job job = twoRanks();
+    for (long t = 1; t <= 100; t += 5) {
+      job.heartbeat(0, List.of(progress(t + 1, t)), 0, t * S, 0);
+      job.heartbeat(1, List.of(progress(t + 1, t)), 0, t * S, 0);
+      assertThat(job.incidentTrigger(t * S, STALL, HEARTBEAT, GRACE)).isNull();
+    }
+  }
+
+  @Test
+  void aLostStreamOpensAnIncidentAfterTheGraceAndSilenceOnlyAfterHeartbeatTimeoutPlusGrace() {
+    Job lost = twoRanks();
+    lost.lost(1, "s1", 10 * S);
+    assertThat(lost.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(lost.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("rank_lost");
+
+    Job silent = twoRanks();
+    silent.heartbeat(0, List.of(), 0, 20 * S, 0);
+    assertThat(silent.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    // Rank 1 last spoke at 0: silent from 16 s on, an incident only once the grace has passed too.
+    silent.heartbeat(0, List.of(), 0, 40 * S, 0);
+    assertThat(silent.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    silent.heartbeat(0, List.of(), 0, 71 * S, 0);
+    assertThat(silent.incidentTrigger(71 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("heartbeat_lost");
+  }
+
+  @Test
+  void aSilentRankThatSpeaksAgainIsAliveAndOnlyAnEndedStreamIsLost() {
+    Job job = twoRanks();
+    job.heartbeat(0, List.of(), 0, 20 * S, 0);
+    job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE);
+    job.heartbeat(1, List.of(), 0, 21 * S, 0);
+    assertThat(job.summary().getRanksLost()).isZero();
+    job.lost(1, "s1", 22 * S);
+    assertThat(job.summary().getRanksLost()).isEqualTo(1);
+  }
+}
