@@ -103,14 +103,17 @@ public final class RankStream {
     }
   }
 
-  /** Sends {@code goodbye} and half-closes the stream when one is welcomed; cancels it otherwise. */
+  /**
+   * Sends {@code goodbye} and half-closes the stream when one is open, welcomed or with its Hello still in flight
+   * (the daemon reads the Hello first, then the Goodbye); cancels a stream that failed.
+   */
   public void finish(RankMessage goodbye) {
     Call c = call;
     call = null;
     if (c == null) {
       return;
     }
-    if (c.welcomed && c.failed == null) {
+    if (c.failed == null) {
       c.requests.onNext(goodbye);
       c.requests.onCompleted();
     } else {
