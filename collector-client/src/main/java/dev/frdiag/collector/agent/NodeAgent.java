@@ -92,6 +92,7 @@ public final class NodeAgent implements AutoCloseable {
   private boolean closed;
   private long lastFilePollNanos;
   private boolean filesPolled;
+  private boolean connected;
 
   /**
    * Starts the agent: streams connect in the background and files are polled every poll interval.
@@ -175,6 +176,15 @@ public final class NodeAgent implements AutoCloseable {
           // One rank's failure must not stop the others; its stream starts over, which resends what it knows.
           log.warn("rank {}: agent tick failed, reconnecting: {}", r.rank, e.toString(), e);
           r.stream.reset("agent error", e, now);
+        }
+      }
+      boolean all = ranks.values().stream().allMatch(r -> r.stream.isWelcomed());
+      if (all != connected) {
+        connected = all;
+        if (all) {
+          log.info("all {} ranks connected to the daemon", ranks.size());
+        } else {
+          log.warn("lost the daemon for some ranks; reconnecting");
         }
       }
     }
