@@ -79,7 +79,11 @@ final class FakeCollector extends CollectorGrpc.CollectorImplBase implements Aut
   }
 
   @Override
-  public void close() throws InterruptedException {
-    server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+  public void close() {
+    try {
+      server.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

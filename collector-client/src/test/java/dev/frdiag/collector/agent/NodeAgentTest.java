@@ -202,6 +202,7 @@ class NodeAgentTest {
   }
 
   @Test
+  @SuppressWarnings("try") // keep only holds the pipe open
   void closeSaysGoodbyeOnceAndAnswersWhatIsPending() throws Exception {
     Path pipe = mkfifo(dir.resolve("pipe_0.pipe"));
     // Held open read-write like a rank holds its pipe, so what the agent writes stays until read.

@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.collector.agent.AgentSettings;
@@ -10,9 +11,11 @@ import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.agent.FakeTorchRank.Role;
 import dev.frdiag.daemon.analysis.Evidence;
+import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.report.Report;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.GetReportRequest;
+import dev.frdiag.proto.v1.RankStatus;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import io.grpc.ManagedChannel;
@@ -81,7 +84,7 @@ class NodeAgentEndToEndTest {
     assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("3 of 3 snapshots received"));
     assertThat(report.culprits().get(0).stack()).contains("train_step (train.py:88)");
     for (ChildProcess rank : ranks) {
-      assertThat(rank.count("dumped")).as(rank.name()).isEqualTo(1);
+      rank.awaitLine("dumped", STARTUP);
     }
 
     // The same report through the Diagnosis service.
@@ -110,8 +113,9 @@ class NodeAgentEndToEndTest {
     assertThat(report.evidence()).filteredOn(e -> e.kind().equals("no_snapshot")).extracting(Evidence::ranks)
         .containsExactly(List.of(2));
     assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("3 of 3 snapshots received"));
-    assertThat(ranks.get(0).count("dumped")).isEqualTo(1);
-    assertThat(ranks.get(1).count("dumped")).isEqualTo(1);
+    ranks.get(0).awaitLine("dumped", STARTUP);
+    ranks.get(1).awaitLine("dumped", STARTUP);
+    assertThat(ranks.get(2).count("dumped")).isZero();
   }
 
   @Test
@@ -132,6 +136,27 @@ class NodeAgentEndToEndTest {
     Report report = awaitReport(daemon);
     assertThat(report.symptom()).isEqualTo(Symptom.CPU_STALL);
     assertThat(report.culpritRanks()).containsExactly(1);
+  }
+
+  @Test
+  void agentCommandSaysGoodbyeForEveryRankOnSigterm() throws Exception {
+    daemon = startDaemon(0);
+    ChildProcess agent = ChildProcess.java("fr-agent", "dev.frdiag.collector.agent.AgentMain", List.of(
+        "--job", JOB, "--daemon", "127.0.0.1:" + daemon.port(), "--world-size", "4", "--local-ranks", "2-3",
+        "--hostname", "node07", "--dump-prefix", dir + "/nccl_trace_rank_", "--poll-interval", "100ms"));
+    processes.add(agent);
+    await("agent process connected").atMost(STARTUP).until(() -> daemon.registry().find(JOB)
+        .map(j -> j.summary().getRanksConnected()).orElse(0) == 2
+        && agent.output().stream().anyMatch(line -> line.contains("all 2 ranks connected")));
+
+    agent.process().destroy();
+
+    assertThat(agent.process().waitFor(30, TimeUnit.SECONDS)).as("exited after SIGTERM").isTrue();
+    assertThat(agent.process().exitValue()).as("exit status after SIGTERM").isEqualTo(143);
+    Job job = daemon.registry().find(JOB).orElseThrow();
+    await("goodbyes").atMost(INCIDENT).until(() -> job.summary().getRanksFinished() == 2);
+    assertThat(job.rankStatuses()).extracting(RankStatus::getGlobalRank, RankStatus::getHostname)
+        .containsExactly(tuple(2, "node07"), tuple(3, "node07"));
   }
 
   private Daemon startDaemon(int port) {
