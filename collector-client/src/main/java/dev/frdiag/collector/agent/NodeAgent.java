@@ -6,8 +6,10 @@ import dev.frdiag.collector.pytorch.FlightRecorderDump;
 import dev.frdiag.collector.pytorch.WatchdogLine;
 import dev.frdiag.collector.pytorch.WatchdogLogReader;
 import dev.frdiag.collector.reporter.RankStream;
+import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.Goodbye;
 import dev.frdiag.proto.v1.Heartbeat;
 import dev.frdiag.proto.v1.Hello;
@@ -20,24 +22,29 @@ import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.RecordBatch;
 import io.grpc.Channel;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -49,69 +56,99 @@ import org.slf4j.LoggerFactory;
  * forwards the watchdog lines of their training logs as events (which is how a real job's incident starts).
  *
  * <p>It never touches the training processes beyond writing to their pipes. One thread does all the work; each
- * rank has its own stream to the daemon, reconnecting on its own.
+ * rank has its own stream to the daemon, reconnecting on its own. Memory is bounded: a few queued events and
+ * requests per rank, the last dump read (at most {@link AgentSettings#maxDumpBytes()} of file), one bounded
+ * chunk and one partial line per log.
+ *
+ * <p>The agent claims only what it sees. A dump is a snapshot of one moment, so heartbeats carry no progress
+ * (an old snapshot's outstanding collective would look to the daemon like a group that stopped advancing);
+ * incidents start from the watchdog lines, and the daemon gets fresh dumps by asking. Dumps and log lines already
+ * on disk when the agent starts are history, possibly of an earlier run, and are not sent.
  */
 public final class NodeAgent implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(NodeAgent.class);
-  /** Events kept per rank while the daemon is away; older ones are dropped first. */
-  static final int MAX_QUEUED_EVENTS = 256;
-  /** Bytes of a log read per poll, so a huge backlog cannot stall the agent. */
-  static final int MAX_LOG_READ = 4 * 1024 * 1024;
+  /** Bytes of one log read per poll, so a huge backlog cannot stall the agent. */
+  static final int MAX_LOG_READ = 1 << 20;
+  /** Longer lines are cut: the watchdog's lines are short, a glued progress bar is not worth keeping. */
+  static final int MAX_LINE = 8192;
+  /** Dump requests a rank keeps at once; the daemon sends one per incident. */
+  static final int MAX_PENDING_REQUESTS = 16;
+  /**
+   * A dump written this long before the pipe was written still answers the request: file times may be cut to
+   * whole seconds, and a rank whose watchdog just timed out has dumped on its own moments before.
+   */
+  static final long RECENT_DUMP_MILLIS = 1000;
+  /** Largest reply the agent sends, under the daemon's default message limit of 4 MiB; oldest records go first. */
+  static final int MAX_REPLY_BYTES = 3 << 20;
 
   private final AgentSettings settings;
-  private final DumpReader reader = DumpReader.create();
+  private final DumpReader reader;
   private final ScheduledExecutorService executor;
+  /** Fixed at construction; the ranks' own state is guarded by lock. */
   private final Map<Integer, AgentRank> ranks = new LinkedHashMap<>();
-  private final Map<Path, Long> logOffsets = new HashMap<>();
-  private final Map<Path, String> logPartial = new HashMap<>();
+  private final List<LogTail> logs = new ArrayList<>();
   private final Object lock = new Object();
+  // Guarded by lock.
   private boolean closed;
+  private long lastFilePollNanos;
+  private boolean filesPolled;
+  private boolean connected;
 
-  /** Starts the agent: streams connect in the background and files are polled every poll interval. */
+  /**
+   * Starts the agent: streams connect in the background and files are polled every poll interval.
+   *
+   * @param channel to the daemon; the caller owns it and shuts it down after {@link #close}
+   */
   public NodeAgent(AgentSettings settings, Channel channel) {
-    this.settings = settings;
+    this.settings = Objects.requireNonNull(settings, "settings");
+    Objects.requireNonNull(channel, "channel");
+    this.reader = DumpReader.builder().maxFileBytes(settings.maxDumpBytes()).build();
+    for (int rank : settings.localRanks()) {
+      ranks.put(rank, new AgentRank(rank, channel));
+    }
+    for (Path logFile : settings.logFiles()) {
+      logs.add(new LogTail(logFile));
+    }
     this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "frdiag-agent");
       t.setDaemon(true);
       return t;
     });
-    for (int rank : settings.localRanks()) {
-      ranks.put(rank, new AgentRank(rank, channel));
-    }
-    for (Path logFile : settings.logFiles()) {
-      // Start at the end: lines written before the agent started are history, not a new incident.
-      logOffsets.put(logFile, sizeOf(logFile));
-    }
-    long period = settings.pollInterval().toNanos();
-    executor.scheduleWithFixedDelay(this::tick, 0, Math.min(period, settings.stream().maxBatchDelay().toNanos()),
-        TimeUnit.NANOSECONDS);
+    // Streams and pending requests are looked after at the batch delay; files only every poll interval.
+    long period = Math.min(settings.pollInterval().toNanos(), settings.stream().maxBatchDelay().toNanos());
+    executor.scheduleWithFixedDelay(this::tick, 0, period, TimeUnit.NANOSECONDS);
+    log.info("node agent for job {} on {}: ranks {}, dumps {}<rank>, pipes {}, {} log file(s)", settings.jobId(),
+        settings.hostname(), settings.localRanks(), settings.dumpPrefix(),
+        settings.pipePrefix() == null ? "none" : settings.pipePrefix() + "<rank>.pipe", logs.size());
   }
 
-  /** True when the daemon has welcomed every local rank's stream. */
+  /** True when the daemon has welcomed every local rank's stream. Thread-safe. */
   public boolean allConnected() {
     synchronized (lock) {
       return ranks.values().stream().allMatch(r -> r.stream.isWelcomed());
     }
   }
 
-  /** Stops polling and says goodbye for every rank. Idempotent. */
+  /**
+   * Stops polling, answers pending dump requests with an error, sends queued events and says goodbye for every
+   * rank. Idempotent; does not shut the channel down.
+   */
   @Override
   public void close() {
-    try {
-      executor.submit(() -> {
-        synchronized (lock) {
-          closed = true;
-          for (AgentRank r : ranks.values()) {
-            r.stream.finish(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("agent stopped"))
-                .build());
-          }
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      for (AgentRank r : ranks.values()) {
+        try {
+          r.stop();
+        } catch (RuntimeException e) {
+          log.warn("rank {}: stopping its stream failed: {}", r.rank, e.toString());
         }
-      }).get(settings.stream().shutdownTimeout().toMillis(), TimeUnit.MILLISECONDS);
-    } catch (Exception e) {
-      log.warn("agent shutdown did not finish cleanly: {}", e.toString());
-    } finally {
-      executor.shutdownNow();
+      }
     }
+    executor.shutdownNow();
   }
 
   private void tick() {
@@ -120,100 +157,184 @@ public final class NodeAgent implements AutoCloseable {
         return;
       }
       long now = System.nanoTime();
-      try {
-        tailLogs();
-        for (AgentRank r : ranks.values()) {
-          r.tick(now);
-        }
-      } catch (RuntimeException e) {
-        // One bad file or rank must not stop the agent for the others.
-        log.warn("agent tick failed: {}", e.toString(), e);
-      }
-    }
-  }
-
-  private void tailLogs() {
-    for (Path logFile : settings.logFiles()) {
-      long size = sizeOf(logFile);
-      long offset = logOffsets.getOrDefault(logFile, 0L);
-      if (size < offset) {
-        // Truncated or rotated: start over from its beginning.
-        offset = 0;
-        logPartial.remove(logFile);
-      }
-      if (size == offset) {
-        continue;
-      }
-      try (SeekableByteChannel ch = Files.newByteChannel(logFile, StandardOpenOption.READ)) {
-        ch.position(offset);
-        ByteBuffer buf = ByteBuffer.allocate((int) Math.min(MAX_LOG_READ, size - offset));
-        int n = ch.read(buf);
-        if (n <= 0) {
-          continue;
-        }
-        logOffsets.put(logFile, offset + n);
-        String text = logPartial.getOrDefault(logFile, "") + new String(buf.array(), 0, n, StandardCharsets.UTF_8);
-        int last = text.lastIndexOf('\n');
-        logPartial.put(logFile, last < 0 ? text : text.substring(last + 1));
-        if (last < 0) {
-          continue;
-        }
-        int lineNo = 0;
-        for (String line : text.substring(0, last).split("\n")) {
-          lineNo++;
-          WatchdogLine w = WatchdogLogReader.parse(line, logFile.getFileName() + ":+" + lineNo);
-          AgentRank r = w == null ? null : ranks.get(w.rank());
-          if (r != null) {
-            r.queue(event(w));
+      boolean pollFiles = !filesPolled || now - lastFilePollNanos >= settings.pollInterval().toNanos();
+      if (pollFiles) {
+        filesPolled = true;
+        lastFilePollNanos = now;
+        for (LogTail t : logs) {
+          try {
+            t.poll();
+          } catch (RuntimeException e) {
+            log.warn("reading {} failed: {}", t.file, e.toString(), e);
           }
         }
-      } catch (IOException e) {
-        log.debug("cannot read {}: {}", logFile, e.toString());
+      }
+      for (AgentRank r : ranks.values()) {
+        try {
+          r.tick(now, pollFiles);
+        } catch (RuntimeException e) {
+          // One rank's failure must not stop the others; its stream starts over, which resends what it knows.
+          log.warn("rank {}: agent tick failed, reconnecting: {}", r.rank, e.toString(), e);
+          r.stream.reset("agent error", e, now);
+        }
+      }
+      boolean all = ranks.values().stream().allMatch(r -> r.stream.isWelcomed());
+      if (all != connected) {
+        connected = all;
+        if (all) {
+          log.info("all {} ranks connected to the daemon", ranks.size());
+        } else {
+          log.warn("lost the daemon for some ranks; reconnecting");
+        }
       }
     }
   }
 
-  private static RankEvent event(WatchdogLine w) {
-    RankEvent.Kind kind = w.kind() == WatchdogLine.Kind.WATCHDOG_STUCK ? RankEvent.Kind.WATCHDOG_STUCK
-        : RankEvent.Kind.WATCHDOG_TIMEOUT;
-    return RankEvent.newBuilder().setKind(kind).setTimeNs(System.currentTimeMillis() * 1_000_000)
-        .setProcessGroup(w.pgId()).setSeq(w.seq()).setOp(w.opType().toLowerCase()).setMessage(w.text())
-        .setLastEnqueuedSeq(w.lastEnqueued()).setLastCompletedSeq(w.lastCompleted()).build();
-  }
-
-  private static long sizeOf(Path file) {
-    try {
-      return Files.size(file);
-    } catch (IOException e) {
-      return 0;
+  /** Translates one watchdog line into what its rank tells the daemon. */
+  private void onWatchdogLine(WatchdogLine w, Path source) {
+    AgentRank r = ranks.get(w.rank());
+    if (r == null) {
+      return;
+    }
+    switch (w.kind()) {
+      case TIMEOUT -> r.timeout(RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT)
+          .setProcessGroup(w.pgId()).setSeq(w.seq()).setOp(w.opType().toLowerCase()).setMessage(w.text())
+          .setLastEnqueuedSeq(-1).setLastCompletedSeq(-1));
+      case PG_STATUS -> r.status(w);
+      case WATCHDOG_STUCK -> r.queue(RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK)
+          .setProcessGroup(w.pgId()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
+          .setLastCompletedSeq(-1));
+      // "Received a dump signal": another rank's timeout (reported by that rank), or this rank's own (reported
+      // by its timeout line). Either way, nothing new about this rank.
+      case DUMP_SIGNAL -> log.debug("rank {}: dump signal in {}: {}", r.rank, source, w.text());
+      default -> { }
     }
   }
 
-  /** One local rank: its stream, the last dump shipped, and a dump request in progress. */
+  /** One training log followed from where it ended when the agent started. */
+  private final class LogTail {
+    final Path file;
+    Object fileKey;
+    long offset;
+    /** The start of a line whose end has not been written yet; at most MAX_LINE bytes are kept. */
+    final ByteArrayOutputStream partial = new ByteArrayOutputStream();
+
+    LogTail(Path file) {
+      this.file = file;
+      BasicFileAttributes a = attributes(file);
+      // Start at the end: lines written before the agent started are history, not a new incident.
+      this.offset = a == null ? 0 : a.size();
+      this.fileKey = a == null ? null : a.fileKey();
+    }
+
+    void poll() {
+      BasicFileAttributes a = attributes(file);
+      if (a == null) {
+        return;
+      }
+      if (a.size() < offset || fileKey != null && a.fileKey() != null && !fileKey.equals(a.fileKey())) {
+        // Truncated, or rotated to a new file: its beginning is new.
+        offset = 0;
+        partial.reset();
+      }
+      fileKey = a.fileKey();
+      if (a.size() == offset) {
+        return;
+      }
+      try (SeekableByteChannel ch = Files.newByteChannel(file, StandardOpenOption.READ)) {
+        ch.position(offset);
+        ByteBuffer buf = ByteBuffer.allocate((int) Math.min(MAX_LOG_READ, a.size() - offset));
+        while (buf.hasRemaining() && ch.read(buf) > 0) {
+          // Read until the chunk is full or the file ends.
+        }
+        offset += buf.position();
+        split(buf.array(), buf.position());
+      } catch (NoSuchFileException e) {
+        // Rotated away between the look and the read; the next poll sees the new file.
+      } catch (IOException e) {
+        log.warn("cannot read {}: {}", file, e.toString());
+      }
+    }
+
+    /** Hands every complete line to the parser; keeps the unfinished end for the next read. */
+    private void split(byte[] bytes, int length) {
+      int start = 0;
+      for (int i = 0; i < length; i++) {
+        if (bytes[i] == '\n') {
+          append(bytes, start, i - start);
+          line(new String(partial.toByteArray(), StandardCharsets.UTF_8));
+          partial.reset();
+          start = i + 1;
+        }
+      }
+      append(bytes, start, length - start);
+    }
+
+    private void append(byte[] bytes, int from, int length) {
+      // Beyond MAX_LINE the line is cut: memory stays bounded however long a line without newline grows.
+      partial.write(bytes, from, Math.min(length, MAX_LINE - partial.size()));
+    }
+
+    private void line(String text) {
+      WatchdogLine w = WatchdogLogReader.parse(text, file.getFileName().toString());
+      if (w != null) {
+        onWatchdogLine(w, file);
+      }
+    }
+  }
+
+  /** A pending dump request and when its answer is due. */
+  private record Pending(DumpRequest request, long dueNanos, long waitMillis) {}
+
+  /** Identifies one version of a dump file without reading it. */
+  private record FileVersion(long modifiedMillis, long modifiedNanos, long size) {
+    static FileVersion of(BasicFileAttributes a) {
+      return new FileVersion(a.lastModifiedTime().toMillis(), a.lastModifiedTime().to(TimeUnit.NANOSECONDS),
+          a.size());
+    }
+  }
+
+  /** One local rank: its stream, the last dump read, and the dump requests being served. */
   private final class AgentRank implements RankStream.Listener {
     final int rank;
     final RankStream stream;
-    final Queue<DumpRequest> requests = new ConcurrentLinkedQueue<>();
+    /** Filled by gRPC threads, drained by the agent thread; bounded so a flood cannot grow it. */
+    final ArrayBlockingQueue<DumpRequest> requests = new ArrayBlockingQueue<>(MAX_PENDING_REQUESTS);
+    // The rest is guarded by the agent's lock.
     final ArrayDeque<RankEvent> events = new ArrayDeque<>();
-    FileTime shippedDump;
+    long droppedEvents;
+    /** Seq of the newest watchdog timeout seen, so its companion status line is not a second event. */
+    long lastTimeoutSeq = -1;
+    /** The dump file version last looked at, read or not. */
+    FileVersion seen;
     FlightRecorderDump lastDump;
+    long lastDumpMillis;
+    /** Why the newest version of the dump file could not be used; null when it could. */
+    String dumpProblem;
     List<ProcessGroup> announced = List.of();
-    long lastHeartbeat;
-    // The dump request being served: when the pipe was written and until when to wait.
-    DumpRequest pending;
-    long pendingSinceMillis;
-    long pendingDeadline;
+    boolean unshipped;
+    final List<Pending> pending = new ArrayList<>();
+    /** When the pipe was written for the pending requests (epoch ms), and what went wrong doing it. */
+    long triggeredAtMillis;
+    String triggerProblem;
+    long lastHeartbeatNanos;
+    boolean heartbeatSent;
 
     AgentRank(int rank, Channel channel) {
       this.rank = rank;
       this.stream = new RankStream(channel, settings.stream(), "agent rank " + rank, this);
+      BasicFileAttributes a = attributes(settings.dumpFile(rank));
+      // A dump already there is history: it may be an earlier run's, and the daemon did not ask for it.
+      this.seen = a == null ? null : FileVersion.of(a);
     }
 
     @Override
     public RankMessage hello() {
-      // Everything known is sent again on a new stream.
-      shippedDump = null;
-      announced = lastDump == null ? List.of() : lastDump.processGroups();
+      // A new stream: what the old one carried is sent again. Requests of the old stream are dropped: the daemon
+      // that sent them is gone or has given up on them, and a restarted daemon numbers its requests anew.
+      requests.clear();
+      pending.clear();
+      unshipped = lastDump != null;
       return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
           .setJobId(settings.jobId()).setGlobalRank(rank).setWorldSize(settings.worldSize())
           .setLocalRank(settings.localRanks().indexOf(rank)).setHostname(settings.hostname()).setCudaDevice(-1)
@@ -224,119 +345,315 @@ public final class NodeAgent implements AutoCloseable {
 
     @Override
     public void onDumpRequest(DumpRequest request) {
-      requests.add(request);
-      executor.execute(NodeAgent.this::tick);
-    }
-
-    void queue(RankEvent e) {
-      if (events.size() == MAX_QUEUED_EVENTS) {
-        events.removeFirst();
-      }
-      events.addLast(e);
-    }
-
-    void tick(long now) {
-      if (!stream.poll(now)) {
+      if (!requests.offer(request)) {
+        log.warn("rank {}: {} dump requests already pending, request {} dropped", rank, MAX_PENDING_REQUESTS,
+            request.getRequestId());
         return;
+      }
+      try {
+        executor.execute(NodeAgent.this::tick);
+      } catch (RejectedExecutionException e) {
+        // Closed: close() has answered what was pending.
+      }
+    }
+
+    void timeout(RankEvent.Builder event) {
+      lastTimeoutSeq = event.getSeq();
+      queue(event);
+    }
+
+    /** The per-group status line: completes the timeout just read, or is a failure of its own. */
+    void status(WatchdogLine w) {
+      RankEvent last = events.peekLast();
+      if (last != null && last.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT && last.getSeq() == w.seq()) {
+        events.pollLast();
+        events.addLast(last.toBuilder().setLastEnqueuedSeq(w.lastEnqueued())
+            .setLastCompletedSeq(w.lastCompleted())
+            .setProcessGroup(last.getProcessGroup().isEmpty() ? w.pgId() : last.getProcessGroup()).build());
+        return;
+      }
+      if (w.seq() == lastTimeoutSeq) {
+        return;
+      }
+      // Without a timeout line it reports an error the watchdog caught ("either an error or timeout").
+      RankEvent.Kind kind = w.text().contains("Timeout at NCCL work") ? RankEvent.Kind.WATCHDOG_TIMEOUT
+          : RankEvent.Kind.COMM_ERROR;
+      queue(RankEvent.newBuilder().setKind(kind).setProcessGroup(w.pgId()).setSeq(w.seq()).setMessage(w.text())
+          .setLastEnqueuedSeq(w.lastEnqueued()).setLastCompletedSeq(w.lastCompleted()));
+    }
+
+    void queue(RankEvent.Builder event) {
+      if (events.size() >= settings.stream().maxQueuedEvents()) {
+        events.removeFirst();
+        droppedEvents++;
+        log.warn("rank {}: event queue full while the daemon is away; {} oldest event(s) dropped so far", rank,
+            droppedEvents);
+      }
+      events.addLast(event.setTimeNs(System.currentTimeMillis() * 1_000_000L).build());
+    }
+
+    void tick(long now, boolean pollFiles) {
+      boolean open = stream.poll(now);
+      takeRequests(now);
+      if (pollFiles || !pending.isEmpty()) {
+        lookAtDump();
+      }
+      if (!open) {
+        // Replies can only go on a stream; a request whose answer fell due meanwhile is no longer awaited.
+        pending.removeIf(p -> now >= p.dueNanos());
+        return;
+      }
+      if (unshipped) {
+        ship();
       }
       while (!events.isEmpty() && stream.isReady()) {
         stream.send(RankMessage.newBuilder().setEvent(events.removeFirst()).build());
       }
-      if (pending == null && !requests.isEmpty()) {
-        pending = requests.poll();
-        pendingSinceMillis = System.currentTimeMillis();
-        long wait = Math.min(settings.dumpWait().toNanos(),
-            pending.getDeadlineMs() > 0 ? pending.getDeadlineMs() * 1_000_000 : Long.MAX_VALUE);
-        pendingDeadline = now + wait;
-        triggerDump();
-      }
-      FileTime modified = modified(settings.dumpFile(rank));
-      boolean fresh = modified != null && !modified.equals(shippedDump);
-      if (fresh) {
-        readDump(modified);
-      }
-      if (pending != null) {
-        boolean answered = lastDump != null && modified != null
-            && modified.toMillis() >= pendingSinceMillis - 1000 && fresh;
-        if (answered) {
-          stream.send(RankMessage.newBuilder().setDumpReply(reply(pending.getRequestId(), null)).build());
-          pending = null;
-        } else if (now >= pendingDeadline) {
-          stream.send(RankMessage.newBuilder().setDumpReply(reply(pending.getRequestId(),
-              "rank " + rank + " wrote no dump within " + settings.dumpWait().toMillis() + " ms of its pipe being "
-                  + "written")).build());
-          pending = null;
-        }
-      } else if (fresh && lastDump != null) {
-        shipRecords();
-      }
-      if (now - lastHeartbeat >= settings.stream().heartbeatInterval().toNanos()) {
-        lastHeartbeat = now;
+      answer(now);
+      if (!heartbeatSent || now - lastHeartbeatNanos >= settings.stream().heartbeatInterval().toNanos()) {
+        heartbeatSent = true;
+        lastHeartbeatNanos = now;
         stream.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
-            .setSentAtNs(System.currentTimeMillis() * 1_000_000).addAllProgress(progress())).build());
+            .setSentAtNs(System.currentTimeMillis() * 1_000_000L)).build());
       }
     }
 
-    private void triggerDump() {
+    /** Says goodbye; pending requests get an error, so the daemon need not wait out its deadline. */
+    void stop() {
+      if (stream.isWelcomed()) {
+        takeRequests(System.nanoTime());
+        for (Pending p : pending) {
+          stream.send(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder()
+              .setRequestId(p.request().getRequestId()).setError("the node agent is stopping")).build());
+        }
+        while (!events.isEmpty()) {
+          stream.send(RankMessage.newBuilder().setEvent(events.removeFirst()).build());
+        }
+      }
+      pending.clear();
+      stream.finish(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("node agent stopped"))
+          .build());
+    }
+
+    /** New requests join the pending ones; the pipe is written once for all that wait together. */
+    private void takeRequests(long now) {
+      DumpRequest request;
+      while ((request = requests.poll()) != null) {
+        // Answer before the daemon stops waiting: a fifth of its deadline is left for the reply to travel.
+        long deadlineMillis = request.getDeadlineMs() > 0 ? request.getDeadlineMs() - request.getDeadlineMs() / 5
+            : Long.MAX_VALUE;
+        long waitMillis = Math.max(1, Math.min(settings.dumpWait().toMillis(), deadlineMillis));
+        if (pending.isEmpty()) {
+          triggeredAtMillis = System.currentTimeMillis();
+          triggerProblem = triggerDump();
+        }
+        pending.add(new Pending(request, now + TimeUnit.MILLISECONDS.toNanos(waitMillis), waitMillis));
+        log.info("rank {}: daemon asks for a dump (request {}: {}){}", rank, request.getRequestId(),
+            request.getReason(), triggerProblem == null ? "; pipe written" : "; " + triggerProblem);
+      }
+    }
+
+    /**
+     * Writes to the rank's debug pipe. Opened read-write and without create: on Linux that never blocks, even
+     * when no process reads the pipe (a dead rank), where a write-only open would wait forever; and it never
+     * makes a regular file where the pipe should be.
+     *
+     * @return null when written, else why not
+     */
+    private String triggerDump() {
       Path pipe = settings.pipe(rank);
-      if (pipe == null || !Files.exists(pipe)) {
+      if (pipe == null) {
+        return "no debug pipe configured (TORCH_NCCL_DEBUG_INFO_PIPE_FILE), so it cannot be asked to dump";
+      }
+      BasicFileAttributes a = attributes(pipe);
+      if (a == null) {
+        return "its dump pipe " + pipe + " does not exist (is TORCH_NCCL_DEBUG_INFO_PIPE_FILE set on the job,"
+            + " and TORCH_FR_BUFFER_SIZE above 0?)";
+      }
+      if (!a.isOther()) {
+        return pipe + " is not a named pipe";
+      }
+      try (FileChannel ch = FileChannel.open(pipe, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        ch.write(ByteBuffer.wrap(new byte[] {'1'}));
+        return null;
+      } catch (IOException e) {
+        return "cannot write its dump pipe " + pipe + ": " + e;
+      }
+    }
+
+    /** Reads the rank's dump file when it changed since it was last looked at. */
+    private void lookAtDump() {
+      Path file = settings.dumpFile(rank);
+      BasicFileAttributes a = attributes(file);
+      if (a == null || !a.isRegularFile()) {
         return;
       }
-      // Opened read-write: on Linux that never blocks, even when no process is reading (a dead rank), where a
-      // write-only open would wait forever.
-      try (RandomAccessFile f = new RandomAccessFile(pipe.toFile(), "rw")) {
-        f.write('1');
-      } catch (IOException e) {
-        log.warn("rank {}: cannot write its dump pipe {}: {}", rank, pipe, e.toString());
+      FileVersion version = FileVersion.of(a);
+      if (version.equals(seen)) {
+        return;
       }
-    }
-
-    private void readDump(FileTime modified) {
+      // Remembered even when reading fails: a dump still being written is read again once its size or time
+      // changes, a corrupt one is not read again and again.
+      seen = version;
       try {
-        FlightRecorderDump d = reader.read(settings.dumpFile(rank), rank);
-        lastDump = d;
-        shippedDump = modified;
-        List<ProcessGroup> added = new ArrayList<>(d.processGroups());
-        added.removeAll(announced);
-        if (!added.isEmpty()) {
-          stream.send(RankMessage.newBuilder().setProcessGroups(ProcessGroupUpdate.newBuilder()
-              .addAllProcessGroups(added)).build());
-          List<ProcessGroup> all = new ArrayList<>(announced);
-          all.addAll(added);
-          announced = all;
-        }
+        FlightRecorderDump dump = reader.read(file, rank);
+        lastDump = usable(dump);
+        lastDumpMillis = version.modifiedMillis();
+        dumpProblem = null;
+        unshipped = true;
+        log.info("rank {}: read dump {} ({} records, format {})", rank, file, lastDump.records().size(),
+            dump.version());
       } catch (DumpFormatException e) {
-        // A dump still being written reads as truncated; the next poll tries again.
+        dumpProblem = e.getMessage();
         log.debug("rank {}: {}", rank, e.getMessage());
       }
     }
 
-    private void shipRecords() {
-      RecordBatch.Builder batch = RecordBatch.newBuilder().addAllRecords(lastDump.records());
-      lastDump.frames().forEach((id, f) -> batch.addFrames(InternedFrame.newBuilder().setId(id).setFrame(f)));
-      stream.send(RankMessage.newBuilder().setRecords(batch).build());
+    /**
+     * The dump without what the daemon would reject (a group this rank is not in or with members beyond the
+     * world size, a record without op or creation time), so one odd dump cannot get the stream refused on every
+     * reconnect.
+     */
+    private FlightRecorderDump usable(FlightRecorderDump dump) {
+      List<ProcessGroup> groups = new ArrayList<>();
+      Set<String> names = new HashSet<>();
+      for (ProcessGroup g : dump.processGroups()) {
+        boolean inWorld = g.getRanksList().stream().allMatch(m -> m >= 0 && m < settings.worldSize());
+        if (inWorld && g.getRanksList().contains(rank)) {
+          groups.add(g);
+          names.add(g.getName());
+        } else {
+          log.warn("rank {}: process group '{}' of {} left out: {}", rank, g.getName(), dump.file(), inWorld
+              ? "this rank is not one of its members " + g.getRanksList()
+              : "members " + g.getRanksList() + " exceed world size " + settings.worldSize());
+        }
+      }
+      List<CollectiveRecord> records = new ArrayList<>(dump.records().size());
+      for (CollectiveRecord r : dump.records()) {
+        if (names.contains(r.getProcessGroup()) && !r.getOp().isEmpty() && r.getTimeCreatedNs() > 0
+            && (r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq()) >= 0) {
+          records.add(r);
+        }
+      }
+      if (records.size() < dump.records().size()) {
+        log.warn("rank {}: {} of {} records of {} left out (unknown group, no op, no time or negative seq)", rank,
+            dump.records().size() - records.size(), dump.records().size(), dump.file());
+      }
+      List<ProcessGroupProgress> progress = dump.progress().stream()
+          .filter(p -> names.contains(p.getProcessGroup())).toList();
+      return new FlightRecorderDump(dump.file(), dump.rank(), dump.version(), dump.commLibVersion(), groups,
+          records, progress, dump.frames(), dump.warnings());
     }
 
-    private DumpReply reply(long requestId, String error) {
-      DumpReply.Builder b = DumpReply.newBuilder().setRequestId(requestId);
-      if (error != null) {
-        return b.setError(error).build();
+    /** Announces the dump's new groups, then sends its records in batches, so the daemon's window is current. */
+    private void ship() {
+      unshipped = false;
+      List<ProcessGroup> added = new ArrayList<>(lastDump.processGroups());
+      added.removeAll(announced);
+      if (!added.isEmpty()) {
+        stream.send(RankMessage.newBuilder().setProcessGroups(ProcessGroupUpdate.newBuilder()
+            .addAllProcessGroups(added)).build());
+        List<ProcessGroup> all = new ArrayList<>(announced);
+        all.addAll(added);
+        announced = List.copyOf(all);
       }
-      b.addAllRecords(lastDump.records()).addAllProgress(progress());
-      lastDump.frames().forEach((id, f) -> b.addFrames(InternedFrame.newBuilder().setId(id).setFrame(f)));
+      List<CollectiveRecord> records = lastDump.records();
+      int batchSize = settings.stream().maxBatchRecords();
+      for (int from = 0; from < records.size(); from += batchSize) {
+        RecordBatch.Builder batch = RecordBatch.newBuilder();
+        Set<Integer> frames = new HashSet<>();
+        for (CollectiveRecord r : records.subList(from, Math.min(records.size(), from + batchSize))) {
+          batch.addRecords(r);
+          frames.addAll(r.getFrameIdsList());
+        }
+        addFrames(frames, batch::addFrames);
+        stream.send(RankMessage.newBuilder().setRecords(batch).build());
+      }
+    }
+
+    /** Answers every pending request a fresh dump answers, and those whose time is up with an error. */
+    private void answer(long now) {
+      if (pending.isEmpty()) {
+        return;
+      }
+      boolean fresh = lastDump != null && lastDumpMillis >= triggeredAtMillis - RECENT_DUMP_MILLIS;
+      DumpReply dump = fresh ? reply() : null;
+      for (Iterator<Pending> it = pending.iterator(); it.hasNext(); ) {
+        Pending p = it.next();
+        long id = p.request().getRequestId();
+        if (fresh) {
+          stream.send(RankMessage.newBuilder().setDumpReply(dump.toBuilder().setRequestId(id)).build());
+          log.info("rank {}: answered request {} with its dump ({} records)", rank, id, dump.getRecordsCount());
+          it.remove();
+        } else if (now >= p.dueNanos()) {
+          String error = noAnswer(p.waitMillis());
+          stream.send(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder().setRequestId(id)
+              .setError(error)).build());
+          log.warn("rank {}: request {}: {}", rank, id, error);
+          it.remove();
+        }
+      }
+    }
+
+    private String noAnswer(long waitedMillis) {
+      Path file = settings.dumpFile(rank);
+      boolean unreadable = dumpProblem != null && seen != null
+          && seen.modifiedMillis() >= triggeredAtMillis - RECENT_DUMP_MILLIS;
+      String dump = unreadable ? "its dump could not be read: " + dumpProblem
+          : "no dump at " + file + " within " + waitedMillis + " ms";
+      return triggerProblem == null ? "rank " + rank + " did not answer its dump pipe " + settings.pipe(rank) + ": "
+          + dump : "rank " + rank + " did not answer: " + triggerProblem + "; " + dump;
+    }
+
+    /** The last dump as one reply; when too large for the daemon, its oldest records are left out and counted. */
+    private DumpReply reply() {
+      List<CollectiveRecord> records = lastDump.records();
+      int budget = MAX_REPLY_BYTES;
+      for (ProcessGroupProgress p : lastDump.progress()) {
+        budget -= p.getSerializedSize() + 8;
+      }
+      Set<Integer> frames = new HashSet<>();
+      int first = records.size();
+      while (first > 0) {
+        CollectiveRecord r = records.get(first - 1);
+        int cost = r.getSerializedSize() + 8;
+        for (int id : r.getFrameIdsList()) {
+          Frame f = frames.contains(id) ? null : lastDump.frames().get(id);
+          cost += f == null ? 0 : f.getSerializedSize() + 16;
+        }
+        if (cost > budget) {
+          break;
+        }
+        budget -= cost;
+        frames.addAll(r.getFrameIdsList());
+        first--;
+      }
+      if (first > 0) {
+        log.warn("rank {}: dump too large for one reply; its {} oldest of {} records left out", rank, first,
+            records.size());
+      }
+      DumpReply.Builder b = DumpReply.newBuilder().addAllRecords(records.subList(first, records.size()))
+          .addAllProgress(lastDump.progress()).setDroppedRecords(first);
+      addFrames(frames, b::addFrames);
       return b.build();
     }
 
-    private List<ProcessGroupProgress> progress() {
-      return lastDump == null ? List.of() : lastDump.progress();
-    }
-
-    private FileTime modified(Path file) {
-      try {
-        return Files.getLastModifiedTime(file);
-      } catch (IOException e) {
-        return null;
+    private void addFrames(Set<Integer> ids, java.util.function.Consumer<InternedFrame> sink) {
+      for (int id : ids) {
+        Frame f = lastDump.frames().get(id);
+        if (f != null) {
+          sink.accept(InternedFrame.newBuilder().setId(id).setFrame(f).build());
+        }
       }
+    }
+  }
+
+  /** The file's attributes, or null when it does not exist or cannot be looked at. */
+  private static BasicFileAttributes attributes(Path file) {
+    try {
+      return Files.readAttributes(file, BasicFileAttributes.class);
+    } catch (IOException e) {
+      return null;
     }
   }
 }

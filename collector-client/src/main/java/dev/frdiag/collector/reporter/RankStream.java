@@ -103,14 +103,17 @@ public final class RankStream {
     }
   }
 
-  /** Sends {@code goodbye} and half-closes the stream when one is welcomed; cancels it otherwise. */
+  /**
+   * Sends {@code goodbye} and half-closes the stream when one is open, welcomed or with its Hello still in flight
+   * (the daemon reads the Hello first, then the Goodbye); cancels a stream that failed.
+   */
   public void finish(RankMessage goodbye) {
     Call c = call;
     call = null;
     if (c == null) {
       return;
     }
-    if (c.welcomed && c.failed == null) {
+    if (c.failed == null) {
       c.requests.onNext(goodbye);
       c.requests.onCompleted();
     } else {
@@ -163,8 +166,25 @@ public final class RankStream {
     // Jitter keeps thousands of ranks from reconnecting in lockstep after a daemon restart.
     long jitter = (long) (backoffNanos * (ThreadLocalRandom.current().nextDouble(0.4) - 0.2));
     nextConnectAtNanos = nowNanos + backoffNanos + jitter;
-    log.debug("{}: stream to daemon lost ({}), retrying in {} ms", name, c.failed,
-        (backoffNanos + jitter) / 1_000_000);
+    if (refused(c.failed)) {
+      // Not an absent daemon but one that rejects what this side sends: retrying will not help on its own.
+      log.warn("{}: the daemon refused the stream: {}: {}; retrying in {} ms", name, c.failed.getCode(),
+          c.failed.getDescription(), (backoffNanos + jitter) / 1_000_000);
+    } else {
+      log.debug("{}: stream to daemon lost ({}), retrying in {} ms", name, c.failed,
+          (backoffNanos + jitter) / 1_000_000);
+    }
+  }
+
+  private static boolean refused(Status status) {
+    if (status == null) {
+      return false;
+    }
+    return switch (status.getCode()) {
+      case INVALID_ARGUMENT, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, PERMISSION_DENIED, UNAUTHENTICATED,
+          UNIMPLEMENTED -> true;
+      default -> false;
+    };
   }
 
   /** One Collector.Connect call; callbacks only flag state. */
