@@ -1,5 +1,7 @@
 package dev.frdiag.collector.agent;
 
+import dev.frdiag.collector.context.NodeContextCollector;
+
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.io.IOException;
@@ -87,6 +89,15 @@ public final class AgentMain implements Callable<Integer> {
       description = "How long a rank may take to dump after its pipe is written; shortened to fit the daemon's "
           + "own deadline (default ${DEFAULT-VALUE}, PyTorch's TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC).")
   Duration dumpWait;
+
+  @Option(names = "--ib-root", paramLabel = "DIR", defaultValue = "/sys/class/infiniband",
+      description = "InfiniBand sysfs root whose port counters are read (default ${DEFAULT-VALUE}; ignored when "
+          + "missing).")
+  Path ibRoot;
+
+  @Option(names = "--nccl-log", paramLabel = "FILE", split = ",",
+      description = "NCCL_DEBUG_FILE log of a local rank, parsed when the daemon investigates (repeatable).")
+  List<Path> ncclLogs = new ArrayList<>();
 
   @Option(names = "--config", paramLabel = "FILE",
       description = "A key=value file with any of the options above; command-line options win.")
@@ -176,7 +187,10 @@ public final class AgentMain implements Callable<Integer> {
         // Notices a daemon host that vanished without closing the connection (the daemon permits 10 s).
         .keepAliveTime(30, TimeUnit.SECONDS).keepAliveTimeout(10, TimeUnit.SECONDS)
         .build();
-    NodeAgent agent = new NodeAgent(settings, channel);
+    // What this node's counters and NCCL logs say reaches the daemon whenever it investigates.
+    NodeContextCollector context = new NodeContextCollector(
+        ibRoot != null && java.nio.file.Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1));
+    NodeAgent agent = new NodeAgent(settings, channel, context);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {

@@ -1,5 +1,13 @@
 package dev.frdiag.collector.agent;
 
+import dev.frdiag.collector.context.NodeContextCollector;
+import dev.frdiag.proto.v1.CollectorGrpc;
+import dev.frdiag.proto.v1.ContextAck;
+import dev.frdiag.proto.v1.NodeContext;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.time.Duration;
+import java.time.Instant;
 import dev.frdiag.collector.pytorch.DumpFormatException;
 import dev.frdiag.collector.pytorch.DumpReader;
 import dev.frdiag.collector.pytorch.FlightRecorderDump;
@@ -81,6 +89,9 @@ public final class NodeAgent implements AutoCloseable {
   /** Largest reply the agent sends, under the daemon's default message limit of 4 MiB; oldest records go first. */
   static final int MAX_REPLY_BYTES = 3 << 20;
 
+  /** How far back the counter window reaches when an incident asks for context. */
+  static final Duration CONTEXT_LOOKBACK = Duration.ofMinutes(5);
+
   private final AgentSettings settings;
   private final DumpReader reader;
   private final ScheduledExecutorService executor;
@@ -93,6 +104,10 @@ public final class NodeAgent implements AutoCloseable {
   private long lastFilePollNanos;
   private boolean filesPolled;
   private boolean connected;
+  private final NodeContextCollector context;
+  private final CollectorGrpc.CollectorStub contextStub;
+  /** Set on a gRPC thread by a dump request: the daemon is investigating, so it wants this node's context. */
+  private volatile boolean contextWanted;
 
   /**
    * Starts the agent: streams connect in the background and files are polled every poll interval.
@@ -100,8 +115,20 @@ public final class NodeAgent implements AutoCloseable {
    * @param channel to the daemon; the caller owns it and shuts it down after {@link #close}
    */
   public NodeAgent(AgentSettings settings, Channel channel) {
+    this(settings, channel, null);
+  }
+
+  /**
+   * Starts the agent, also posting this node's NCCL-log and InfiniBand findings to the daemon whenever it asks the
+   * ranks for dumps (an incident), so the diagnosis can weigh them.
+   *
+   * @param context gathers the node's context; null for none
+   */
+  public NodeAgent(AgentSettings settings, Channel channel, NodeContextCollector context) {
     this.settings = Objects.requireNonNull(settings, "settings");
     Objects.requireNonNull(channel, "channel");
+    this.context = context;
+    this.contextStub = CollectorGrpc.newStub(channel);
     this.reader = DumpReader.builder().maxFileBytes(settings.maxDumpBytes()).build();
     for (int rank : settings.localRanks()) {
       ranks.put(rank, new AgentRank(rank, channel));
@@ -151,6 +178,34 @@ public final class NodeAgent implements AutoCloseable {
     executor.shutdownNow();
   }
 
+  /** Posts the node's context without waiting: a slow daemon must not hold up dumps and logs. */
+  private void postContext() {
+    NodeContext node;
+    try {
+      // The window reaches back far enough to hold the hang's start: the daemon asks after its stall timeout.
+      node = context.collect(settings.jobId(), settings.hostname(), Instant.now().minus(CONTEXT_LOOKBACK));
+    } catch (RuntimeException e) {
+      log.warn("gathering this node's context failed: {}", e.toString());
+      return;
+    }
+    node = node.toBuilder().addAllRanks(settings.localRanks()).build();
+    contextStub.withDeadlineAfter(10, TimeUnit.SECONDS).reportContext(node, new StreamObserver<>() {
+      @Override
+      public void onNext(ContextAck ack) {
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        log.warn("posting this node's context failed: {}", Status.fromThrowable(t));
+      }
+
+      @Override
+      public void onCompleted() {
+      }
+    });
+    log.info("posted {} context findings for {}", node.getFindingsCount(), settings.hostname());
+  }
+
   private void tick() {
     synchronized (lock) {
       if (closed) {
@@ -167,6 +222,15 @@ public final class NodeAgent implements AutoCloseable {
           } catch (RuntimeException e) {
             log.warn("reading {} failed: {}", t.file, e.toString(), e);
           }
+        }
+      }
+      if (context != null) {
+        if (pollFiles) {
+          context.tick();
+        }
+        if (contextWanted) {
+          contextWanted = false;
+          postContext();
         }
       }
       for (AgentRank r : ranks.values()) {
@@ -345,6 +409,7 @@ public final class NodeAgent implements AutoCloseable {
 
     @Override
     public void onDumpRequest(DumpRequest request) {
+      contextWanted = true;
       if (!requests.offer(request)) {
         log.warn("rank {}: {} dump requests already pending, request {} dropped", rank, MAX_PENDING_REQUESTS,
             request.getRequestId());

@@ -21,6 +21,8 @@ import java.util.concurrent.TimeUnit;
 final class FakeCollector extends CollectorGrpc.CollectorImplBase implements AutoCloseable {
   /** Everything received, by global rank, across all of the rank's streams. */
   final Map<Integer, List<RankMessage>> received = new ConcurrentHashMap<>();
+  /** Node context posted through ReportContext, oldest first. */
+  final List<dev.frdiag.proto.v1.NodeContext> contexts = new java.util.concurrent.CopyOnWriteArrayList<>();
   private final Map<Integer, StreamObserver<DaemonMessage>> streams = new ConcurrentHashMap<>();
   private final Server server;
 
@@ -44,6 +46,14 @@ final class FakeCollector extends CollectorGrpc.CollectorImplBase implements Aut
       s.onNext(DaemonMessage.newBuilder().setDumpRequest(DumpRequest.newBuilder().setRequestId(requestId)
           .setReason("test").setDeadlineMs(deadlineMs)).build());
     }
+  }
+
+  @Override
+  public void reportContext(dev.frdiag.proto.v1.NodeContext node,
+      StreamObserver<dev.frdiag.proto.v1.ContextAck> out) {
+    contexts.add(node);
+    out.onNext(dev.frdiag.proto.v1.ContextAck.getDefaultInstance());
+    out.onCompleted();
   }
 
   @Override

@@ -304,4 +304,29 @@ class NodeAgentTest {
         records, List.of(progress),
         Map.of(0, Frame.newBuilder().setName("train_step").setFilename("train.py").setLine(88).build()), List.of());
   }
+
+  @Test
+  void anInvestigationMakesTheAgentPostWhatItsNodesNcclLogSays() throws IOException {
+    Path ncclLog = dir.resolve("nccl.log");
+    Files.writeString(ncclLog, "node0:3468:3905 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        + "node0:3468:3905 [0] transport/net_ib.cc:1405 NCCL WARN NET/IB : Got completion from peer "
+        + "10.0.0.7<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)\n");
+    agent = new NodeAgent(settings(0).build(), channel,
+        new dev.frdiag.collector.context.NodeContextCollector(null, List.of(ncclLog), Duration.ofMinutes(1)));
+    await().atMost(WAIT).until(agent::allConnected);
+    assertThat(daemon.contexts).isEmpty();
+
+    daemon.requestDump(0, 3, 2_000);
+
+    await().atMost(WAIT).until(() -> !daemon.contexts.isEmpty());
+    var node = daemon.contexts.get(0);
+    assertThat(node.getJobId()).isEqualTo("job1");
+    assertThat(node.getHostname()).isEqualTo("node0");
+    assertThat(node.getRanksList()).containsExactly(0);
+    assertThat(node.getFindingsList()).anySatisfy(f -> {
+      assertThat(f.getKind()).isEqualTo(dev.frdiag.proto.v1.ContextFinding.Kind.LINK_FAULT);
+      assertThat(f.getPeer()).contains("10.0.0.7");
+      assertThat(f.getDetail()).contains("status=12");
+    });
+  }
 }

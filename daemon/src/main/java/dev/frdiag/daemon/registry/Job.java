@@ -35,6 +35,8 @@ public final class Job {
   private int worldSize;
   private final long firstSeenMs;
   private boolean incidentOpen;
+  private String incidentTrigger = "";
+  private long incidentReportedNanos;
   private String latestReportId = "";
   private final Map<String, NodeContext> contexts = new TreeMap<>();
 
@@ -328,8 +330,40 @@ public final class Job {
   }
 
   public void openIncident() {
+    openIncident("stall");
+  }
+
+  /** Opens an incident for {@code trigger}; the events that led to it are part of it. */
+  public void openIncident(String trigger) {
     synchronized (lock) {
       incidentOpen = true;
+      incidentTrigger = trigger;
+      incidentReportedNanos = 0;
+      for (RankState r : ranks.values()) {
+        r.unhandledEvent = false;
+      }
+    }
+  }
+
+  /** The open incident's report is written. */
+  public void incidentReported(long nowNanos) {
+    synchronized (lock) {
+      incidentReportedNanos = nowNanos;
+    }
+  }
+
+  /**
+   * Closes an incident that a rank event or a lost rank opened, once its report is written and {@code quiet} has
+   * passed: ranks fed by the node agent report no progress, so "progress resumed" would never close it, and the
+   * job's next hang would go unreported. Events during the quiet period belong to the same hang.
+   */
+  public void closeIncidentAfterReport(long nowNanos, Duration quiet) {
+    synchronized (lock) {
+      if (!incidentOpen || "stall".equals(incidentTrigger) || incidentReportedNanos == 0
+          || nowNanos - incidentReportedNanos < quiet.toNanos()) {
+        return;
+      }
+      incidentOpen = false;
       for (RankState r : ranks.values()) {
         r.unhandledEvent = false;
       }

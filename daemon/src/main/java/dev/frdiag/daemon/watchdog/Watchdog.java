@@ -56,9 +56,11 @@ public final class Watchdog implements AutoCloseable {
     Long openedAt = incidentOpenedAt.get(job.id());
     if (openedAt != null) {
       job.closeIncidentIfRecovered(openedAt);
+      job.closeIncidentAfterReport(now, settings.stallTimeout());
       if (!job.incidentOpen()) {
         incidentOpenedAt.remove(job.id());
-        log.info("job {} recovered: progress resumed after the incident", job.id());
+        log.info("job {}: incident closed (progress resumed, or its report is out and the job went quiet)",
+            job.id());
       }
       return;
     }
@@ -67,10 +69,11 @@ public final class Watchdog implements AutoCloseable {
     if (trigger == null) {
       return;
     }
-    job.openIncident();
+    job.openIncident(trigger);
     incidentOpenedAt.put(job.id(), now);
     log.warn("incident opened job={} trigger={}", job.id(), trigger);
     investigator.investigate(job, trigger, settings.snapshotDeadline()).whenComplete((report, error) -> {
+      job.incidentReported(nanoTime.getAsLong());
       if (error != null) {
         log.error("investigation of job {} failed", job.id(), error);
       }

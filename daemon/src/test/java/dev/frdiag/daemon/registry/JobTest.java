@@ -82,4 +82,25 @@ class JobTest {
     job.lost(1, "s1", 22 * S);
     assertThat(job.summary().getRanksLost()).isEqualTo(1);
   }
+
+  @Test
+  void anEventTriggeredIncidentClosesAfterItsReportSoTheNextHangIsReportedToo() {
+    Job job = twoRanks();
+    job.event(0, dev.frdiag.proto.v1.RankEvent.newBuilder()
+        .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 1 * S);
+    assertThat(job.incidentTrigger(1 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("watchdog_timeout");
+    job.openIncident("watchdog_timeout");
+    job.incidentReported(2 * S);
+    // A late timeout line from another rank is part of the same hang.
+    job.event(1, dev.frdiag.proto.v1.RankEvent.newBuilder()
+        .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 3 * S);
+    job.closeIncidentAfterReport(10 * S, STALL);
+    assertThat(job.incidentOpen()).isTrue();
+    job.closeIncidentAfterReport(33 * S, STALL);
+    assertThat(job.incidentOpen()).isFalse();
+    assertThat(job.incidentTrigger(33 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    job.event(1, dev.frdiag.proto.v1.RankEvent.newBuilder()
+        .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 40 * S);
+    assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("watchdog_timeout");
+  }
 }
