@@ -46,8 +46,8 @@ public final class Daemon implements AutoCloseable {
     this.registry = new JobRegistry(settings.window());
     this.store = new ReportStore(settings.dataDir());
     this.analysisExecutor = Executors.newFixedThreadPool(2, daemonThreads("frdiag-analysis"));
-    this.investigator = new Investigator(store, analysisExecutor, Instant::now, settings.stallTimeout());
     ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(daemonThreads("frdiag-watchdog"));
+    this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, settings.stallTimeout());
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
     CollectorConfig config = CollectorConfig.newBuilder()
         .setHeartbeatIntervalMs(settings.heartbeatInterval().toMillis()).build();

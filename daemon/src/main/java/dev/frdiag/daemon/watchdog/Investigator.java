@@ -20,6 +20,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -41,10 +43,18 @@ public final class Investigator {
   private final AtomicLong requestIds = new AtomicLong();
   private final Map<Long, Gather> pending = new ConcurrentHashMap<>();
   private final List<ReportSink> sinks = new CopyOnWriteArrayList<>();
+  private final ScheduledExecutorService scheduler;
 
-  public Investigator(ReportStore store, Executor executor, Supplier<Instant> clock, Duration stallThreshold) {
+  /** How often an open gather looks whether it has a quorum. */
+  static final Duration QUORUM_CHECK = Duration.ofMillis(50);
+  /** How long replies must have stopped before a quorum is taken as final. */
+  static final Duration QUORUM_QUIET = Duration.ofMillis(300);
+
+  public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
+      Supplier<Instant> clock, Duration stallThreshold) {
     this.store = store;
     this.executor = executor;
+    this.scheduler = scheduler;
     this.clock = clock;
     this.stallThreshold = stallThreshold;
   }
@@ -78,6 +88,11 @@ public final class Investigator {
     timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
         + " connected ranks (deadline " + deadline.toMillis() + " ms)"));
     gather.expect(asked);
+    // Stragglers: once nearly every rank answered and the replies stopped coming, waiting out the deadline for the
+    // last few only delays the answer; their stored windows stand in for them and the report says so.
+    ScheduledFuture<?> quorum = scheduler.scheduleWithFixedDelay(gather::checkQuorum, QUORUM_CHECK.toMillis(),
+        QUORUM_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+    gather.done.whenComplete((v, e) -> quorum.cancel(false));
     return gather.done.completeOnTimeout(null, deadline.toMillis(), TimeUnit.MILLISECONDS)
         .thenApplyAsync(ignored -> {
           pending.remove(id);
@@ -138,6 +153,7 @@ public final class Investigator {
     private final Map<Integer, DumpReply> replies = new ConcurrentHashMap<>();
     private final Set<Integer> expected = new HashSet<>();
     private boolean expectedKnown;
+    private long lastReplyNanos;
 
     Gather(String jobId) {
       this.jobId = jobId;
@@ -151,7 +167,18 @@ public final class Investigator {
 
     synchronized void add(int rank, DumpReply reply) {
       replies.put(rank, reply);
+      lastReplyNanos = System.nanoTime();
       checkDone();
+    }
+
+    /** Done early when at most 1 % of the ranks (at least one) are missing and no reply came for a while. */
+    synchronized void checkQuorum() {
+      int missing = expected.size() - replies.size();
+      int allowed = Math.max(1, expected.size() / 100);
+      if (expectedKnown && replies.size() > 0 && missing <= allowed
+          && System.nanoTime() - lastReplyNanos >= QUORUM_QUIET.toNanos()) {
+        done.complete(null);
+      }
     }
 
     private void checkDone() {

@@ -1,0 +1,86 @@
+package dev.frdiag.daemon.watchdog;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.frdiag.daemon.Daemon;
+import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.report.Report;
+import dev.frdiag.daemon.report.ReportJson;
+import dev.frdiag.proto.v1.CollectorGrpc;
+import dev.frdiag.proto.v1.DaemonMessage;
+import dev.frdiag.proto.v1.DiagnoseNowRequest;
+import dev.frdiag.proto.v1.DiagnosisGrpc;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankMessage;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.StreamObserver;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class SnapshotQuorumTest {
+  @TempDir
+  Path dataDir;
+
+  @Test
+  void aStragglerDoesNotHoldTheDiagnosisUntilTheDeadline() throws Exception {
+    try (Daemon daemon = new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
+        .build()).start()) {
+      ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
+      try {
+        List<StreamObserver<RankMessage>> streams = new ArrayList<>();
+        ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).addRanks(2)
+            .setGlobalRankStride(1).build();
+        for (int r = 0; r < 3; r++) {
+          boolean answers = r != 2;
+          StreamObserver<RankMessage>[] self = new StreamObserver[1];
+          self[0] = CollectorGrpc.newStub(channel).connect(new StreamObserver<>() {
+            @Override
+            public void onNext(DaemonMessage m) {
+              if (answers && m.hasDumpRequest()) {
+                synchronized (self) {
+                  self[0].onNext(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder()
+                      .setRequestId(m.getDumpRequest().getRequestId())).build());
+                }
+              }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+            }
+
+            @Override
+            public void onCompleted() {
+            }
+          });
+          synchronized (self) {
+            self[0].onNext(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
+                .setJobId("q").setGlobalRank(r).setWorldSize(3).setHostname("n").setPid(r)).addProcessGroups(world))
+                .build());
+          }
+          streams.add(self[0]);
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> daemon.registry().find("q")
+            .map(j -> j.summary().getRanksConnected() == 3).orElse(false));
+
+        // The deadline is a minute; the answer must not wait for it.
+        var envelope = DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS)
+            .diagnoseNow(DiagnoseNowRequest.newBuilder().setJobId("q").setSnapshotDeadlineMs(60_000).build());
+        Report report = ReportJson.read(envelope.getReportJson());
+        assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("2 of 3 snapshots received"));
+        streams.forEach(StreamObserver::onCompleted);
+      } finally {
+        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+      }
+    }
+  }
+}
