@@ -31,8 +31,10 @@ class DaemonRestartTest {
   Path dataDir;
 
   private Daemon start() {
+    // The watchdog must not open a stall incident of its own while the test runs: its report would sit next to
+    // the on-demand one. A 30 s stall timeout is far beyond the test's run, even on a loaded machine.
     return new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
-        .stallTimeout(Duration.ofSeconds(1)).build()).start();
+        .stallTimeout(Duration.ofSeconds(30)).build()).start();
   }
 
   @Test
@@ -41,13 +43,13 @@ class DaemonRestartTest {
     String json;
     try (Daemon daemon = start()) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
-      // Both ranks' clocks read 10 s ago, so the op rank 0 issued has been outstanding longer than the
+      // Both ranks' clocks read 60 s ago, so the op rank 0 issued has been outstanding longer than the
       // stall timeout without anyone waiting in the test.
       FlightRecorder[] recorders = new FlightRecorder[2];
       ProcessGroupHandle[] world = new ProcessGroupHandle[2];
       Reporter[] reporters = new Reporter[2];
       for (int r = 0; r < 2; r++) {
-        recorders[r] = new FlightRecorder(64, () -> FlightRecorder.epochNanos() - 10_000_000_000L, 600_000);
+        recorders[r] = new FlightRecorder(64, () -> FlightRecorder.epochNanos() - 60_000_000_000L, 600_000);
         world[r] = recorders[r].registerProcessGroup("0", "default_pg", new int[] {0, 1});
         reporters[r] = Reporter.builder(recorders[r], RankIdentity.newBuilder().setJobId("job1").setGlobalRank(r)
             .setWorldSize(2).setHostname("node0").setPid(100 + r).build(), channel).start();
