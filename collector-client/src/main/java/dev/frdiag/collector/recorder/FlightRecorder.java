@@ -221,19 +221,21 @@ public final class FlightRecorder {
 
   /** Copies record {@code id} into {@code view}; false when it is not (or no longer) in the ring. */
   public boolean read(long id, RecordView view) {
-    return tryRead(id, view) == RecordRing.ReadResult.OK;
+    return ring.read(id, view);
   }
 
   /** Like {@link #read}, but tells an overwritten record from a slot that is busy right now. */
   public RecordRing.ReadResult tryRead(long id, RecordView view) {
-    RecordRing.ReadResult result = ring.tryRead(id, view);
-    if (result == RecordRing.ReadResult.OK) {
-      // Hashed here rather than at enqueue: it costs as much as the rest of recording an op, and only
-      // readers need it.
-      ProcessGroupHandle pg = groups.get(view.processGroup);
-      view.commsId = CommsId.of(pg.name(), view.isP2p ? view.p2pSeq : view.collectiveSeq, view.isP2p, pg.layout);
-    }
-    return result;
+    return ring.tryRead(id, view);
+  }
+
+  /**
+   * The comms_id of the record in {@code view}. Derived from its group, seq and kind when asked rather than
+   * stored: hashing it at enqueue cost as much as the rest of recording an op, and only readers need it.
+   */
+  public long commsId(RecordView view) {
+    ProcessGroupHandle pg = groups.get(view.processGroup);
+    return CommsId.of(pg.name(), view.isP2p ? view.p2pSeq : view.collectiveSeq, view.isP2p, pg.layout);
   }
 
   /** Converts a view to its wire form; frames are referenced by this recorder's stack ids. */
@@ -252,7 +254,7 @@ public final class FlightRecorder {
         .setTimeStartedNs(view.timeStartedNs)
         .setTimeCompletedNs(view.timeCompletedNs)
         .setTimeoutMs(timeoutMs)
-        .setCommsId(view.commsId)
+        .setCommsId(commsId(view))
         .setBackend("nccl");
     if (view.thread >= 0) {
       b.setThreadName(threadNames.get(view.thread));

@@ -5,6 +5,7 @@ import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.RankMessage;
 import io.grpc.Channel;
+import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
@@ -35,6 +36,7 @@ public final class RankStream {
   }
 
   private final CollectorGrpc.CollectorStub stub;
+  private final Channel channel;
   private final ReporterSettings settings;
   private final String name;
   private final Listener listener;
@@ -48,7 +50,8 @@ public final class RankStream {
    * @param name how logs name the rank, e.g. "rank 5"
    */
   public RankStream(Channel channel, ReporterSettings settings, String name, Listener listener) {
-    this.stub = CollectorGrpc.newStub(Objects.requireNonNull(channel, "channel"));
+    this.channel = Objects.requireNonNull(channel, "channel");
+    this.stub = CollectorGrpc.newStub(channel);
     this.settings = Objects.requireNonNull(settings, "settings");
     this.name = Objects.requireNonNull(name, "name");
     this.listener = Objects.requireNonNull(listener, "listener");
@@ -151,6 +154,11 @@ public final class RankStream {
   }
 
   private void connect(long nowNanos) {
+    if (channel instanceof ManagedChannel managed) {
+      // Our backoff decides when to retry; gRPC's own connect backoff (up to two minutes) must not add to it,
+      // or a rank rejoins long after the daemon is back.
+      managed.resetConnectBackoff();
+    }
     Call c = new Call(nowNanos);
     call = c;
     stub.connect(c);

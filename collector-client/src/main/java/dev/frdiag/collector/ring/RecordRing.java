@@ -203,8 +203,6 @@ public final class RecordRing {
       into.outputs = outputs[slot];
       into.stack = stack[slot];
       into.thread = thread[slot];
-      // Not stored in the ring (see RecordView.commsId): never leave a previous record's value behind.
-      into.commsId = 0;
       into.state = state[slot];
       into.timeCreatedNs = timeCreatedNs[slot];
       into.timeStartedNs = timeStartedNs[slot];

@@ -18,11 +18,6 @@ public final class RecordView {
   public int outputs;
   public int stack;
   public int thread;
-  /**
-   * Filled by {@code FlightRecorder.read}, not by the ring: it is a pure function of the group, the seq and the
-   * kind, so it is derived when read instead of hashed on the rank's hot path.
-   */
-  public long commsId;
   public byte state;
   public long timeCreatedNs;
   public long timeStartedNs;

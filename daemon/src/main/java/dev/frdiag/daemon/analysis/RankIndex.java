@@ -107,11 +107,14 @@ final class RankIndex {
     return evidence.rank();
   }
 
-  /** Order of issue on one rank: creation time, then the per-process record id. */
+  /**
+   * Order of issue on one rank: the per-process record id, which is the true issue order (a wall clock can step
+   * backwards); creation time only when the ids are equal.
+   */
   static boolean isBefore(CollectiveRecord a, CollectiveRecord b) {
-    if (a.getTimeCreatedNs() != b.getTimeCreatedNs()) {
-      return a.getTimeCreatedNs() < b.getTimeCreatedNs();
+    if (a.getRecordId() != b.getRecordId()) {
+      return a.getRecordId() < b.getRecordId();
     }
-    return a.getRecordId() < b.getRecordId();
+    return a.getTimeCreatedNs() < b.getTimeCreatedNs();
   }
 }
