@@ -348,8 +348,9 @@ public final class HangAnalyzer {
         if (s == MemberState.DONE) {
           continue;
         }
-        // A lost member will never finish its part, even one its device had started.
-        if (r != null && r.evidence.liveness() == Liveness.LOST) {
+        // A lost member will never finish its part, even one its device had started; one that could not produce
+        // a dump when asked is gone or wedged.
+        if (r != null && (r.evidence.liveness() == Liveness.LOST || r.evidence.liveness() == Liveness.UNRESPONSIVE)) {
           n.suspect(Cause.DEAD, rank);
           continue;
         }
@@ -739,6 +740,8 @@ public final class HangAnalyzer {
         RankIndex r = ranks.get(rank);
         String why = r == null ? "sent no evidence at all"
             : r.evidence.liveness() == Liveness.LOST ? "its stream ended without a goodbye (process or host gone)"
+            : r.evidence.liveness() == Liveness.UNRESPONSIVE ? "sent no snapshot: " + r.evidence.missingReason()
+                + " (its process is gone or wedged)"
             : "sent no snapshot" + (r.evidence.missingReason().isEmpty() ? "" : ": " + r.evidence.missingReason());
         out.add(new Evidence("rank_lost", List.of(rank), "Rank " + rank + " " + why + " while members of "
             + what + " wait on it"));

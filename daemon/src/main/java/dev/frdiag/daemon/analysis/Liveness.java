@@ -6,6 +6,11 @@ public enum Liveness {
   ALIVE,
   /** Its stream ended without a Goodbye or its heartbeats stopped: the process or host is gone. */
   LOST,
+  /**
+   * Asked for a snapshot, it (or the agent speaking for it) answered that it could not produce one: the process is
+   * gone or wedged, though its stream may still be open.
+   */
+  UNRESPONSIVE,
   /** It said Goodbye: it ended on purpose. */
   FINISHED,
   /** Nothing is known (offline evidence without liveness information). */

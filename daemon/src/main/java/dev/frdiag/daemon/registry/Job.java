@@ -263,7 +263,9 @@ public final class Job {
             : r.liveness == Liveness.LOST ? "stream lost" : noReplyReason;
         // A rank that answered the dump request is alive, however late its heartbeats were; one that only went
         // silent (its stream still open) may be slow rather than gone: that is unknown, not dead.
-        Liveness liveness = answered ? Liveness.ALIVE : r.silent ? Liveness.UNKNOWN : r.liveness;
+        Liveness liveness = answered ? Liveness.ALIVE
+            : reply != null ? Liveness.UNRESPONSIVE
+            : r.silent ? Liveness.UNKNOWN : r.liveness;
         out.add(new RankEvidence(e.getKey(), r.identity, liveness, answered, missing,
             new ArrayList<>(r.groups.values()), records, progress, new ArrayList<>(r.events), frames));
       }
@@ -435,7 +437,7 @@ public final class Job {
               case ALIVE -> RankStatus.Liveness.CONNECTED;
               case LOST -> RankStatus.Liveness.LOST;
               case FINISHED -> RankStatus.Liveness.FINISHED;
-              case UNKNOWN -> RankStatus.Liveness.LIVENESS_UNSPECIFIED;
+              case UNKNOWN, UNRESPONSIVE -> RankStatus.Liveness.LIVENESS_UNSPECIFIED;
             }).setLastSeenMs(r.lastSeenMs).setDroppedRecords(r.droppedRecords).build());
       }
       return out;

@@ -171,10 +171,13 @@ public final class Investigator {
       checkDone();
     }
 
-    /** Done early when at most 1 % of the ranks (at least one) are missing and no reply came for a while. */
+    /**
+     * Done early when at most 1 % of the ranks are missing and no reply came for a while. Below 100 ranks that is
+     * none: a small job waits for every answer (or the deadline), since one rank is a large part of its evidence.
+     */
     synchronized void checkQuorum() {
       int missing = expected.size() - replies.size();
-      int allowed = Math.max(1, expected.size() / 100);
+      int allowed = expected.size() / 100;
       if (expectedKnown && replies.size() > 0 && missing <= allowed
           && System.nanoTime() - lastReplyNanos >= QUORUM_QUIET.toNanos()) {
         done.complete(null);

@@ -38,9 +38,14 @@ class SnapshotQuorumTest {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
       try {
         List<StreamObserver<RankMessage>> streams = new ArrayList<>();
-        ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).addRanks(2)
-            .setGlobalRankStride(1).build();
-        for (int r = 0; r < 3; r++) {
+        // 101 ranks: the 1 % the quorum may leave out is one rank.
+        int worldSize = 101;
+        ProcessGroup.Builder worldBuilder = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
+        for (int r = 0; r < worldSize; r++) {
+          worldBuilder.addRanks(r);
+        }
+        ProcessGroup world = worldBuilder.build();
+        for (int r = 0; r < worldSize; r++) {
           boolean answers = r != 2;
           StreamObserver<RankMessage>[] self = new StreamObserver[1];
           self[0] = CollectorGrpc.newStub(channel).connect(new StreamObserver<>() {
@@ -64,19 +69,19 @@ class SnapshotQuorumTest {
           });
           synchronized (self) {
             self[0].onNext(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
-                .setJobId("q").setGlobalRank(r).setWorldSize(3).setHostname("n").setPid(r)).addProcessGroups(world))
+                .setJobId("q").setGlobalRank(r).setWorldSize(worldSize).setHostname("n").setPid(r)).addProcessGroups(world))
                 .build());
           }
           streams.add(self[0]);
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> daemon.registry().find("q")
-            .map(j -> j.summary().getRanksConnected() == 3).orElse(false));
+            .map(j -> j.summary().getRanksConnected() == worldSize).orElse(false));
 
         // The deadline is a minute; the answer must not wait for it.
         var envelope = DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS)
             .diagnoseNow(DiagnoseNowRequest.newBuilder().setJobId("q").setSnapshotDeadlineMs(60_000).build());
         Report report = ReportJson.read(envelope.getReportJson());
-        assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("2 of 3 snapshots received"));
+        assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("100 of 101 snapshots received"));
         streams.forEach(StreamObserver::onCompleted);
       } finally {
         channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
