@@ -57,8 +57,12 @@ public final class OfflineEvidence {
     return this;
   }
 
+  /**
+   * True when nothing readable was added. Files that could not be read say nothing about where the job is: with
+   * only those, every rank would look idle and the job healthy.
+   */
   public boolean isEmpty() {
-    return dumps.isEmpty() && watchdog.isEmpty() && unreadable.isEmpty();
+    return dumps.isEmpty() && watchdog.isEmpty();
   }
 
   /** The analysis input: offline, so every outstanding op counts as stuck. */
