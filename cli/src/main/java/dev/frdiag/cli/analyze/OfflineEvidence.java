@@ -7,6 +7,7 @@ import dev.frdiag.daemon.analysis.Liveness;
 import dev.frdiag.daemon.analysis.RankEvidence;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
@@ -31,7 +32,10 @@ public final class OfflineEvidence {
 
   /** Adds one rank's dump. */
   public OfflineEvidence add(FlightRecorderDump dump) {
-    dumps.put(dump.rank(), dump);
+    List<CollectiveRecord> kept = withoutCutOp(dump.records());
+    dumps.put(dump.rank(), kept == dump.records() ? dump : new FlightRecorderDump(dump.file(), dump.rank(),
+        dump.version(), dump.commLibVersion(), dump.processGroups(), kept, dump.progress(), dump.frames(),
+        dump.warnings()));
     return this;
   }
 
@@ -151,6 +155,34 @@ public final class OfflineEvidence {
     return new RankEvidence(d.rank(), identity(d.rank(), world).toBuilder().setNcclVersion(d.commLibVersion())
         .build(), Liveness.UNKNOWN, true, "", withLayout(d.processGroups()), d.records(), progress, events,
         d.frames());
+  }
+
+  /**
+   * A dump's records without its oldest op when the ring has wrapped past it and it completed long ago. PyTorch
+   * overwrites the ring one entry at a time, so the oldest coalesced group may have lost its first members: what
+   * is left would differ from the whole group other ranks hold and look like a mismatch. A ring that never
+   * wrapped starts at record 0; an only-active dump holds nothing completed; both are kept whole.
+   */
+  static List<CollectiveRecord> withoutCutOp(List<CollectiveRecord> records) {
+    if (records.isEmpty()) {
+      return records;
+    }
+    CollectiveRecord oldest = records.get(0);
+    if (oldest.getRecordId() == 0 || oldest.getState() != CollectiveState.COMPLETED) {
+      return records;
+    }
+    List<CollectiveRecord> out = new ArrayList<>(records.size());
+    for (CollectiveRecord r : records) {
+      if (!sameOp(r, oldest)) {
+        out.add(r);
+      }
+    }
+    return out;
+  }
+
+  private static boolean sameOp(CollectiveRecord a, CollectiveRecord b) {
+    return a.getIsP2P() == b.getIsP2P() && a.getProcessGroup().equals(b.getProcessGroup())
+        && (a.getIsP2P() ? a.getP2PSeq() == b.getP2PSeq() : a.getCollectiveSeq() == b.getCollectiveSeq());
   }
 
   /**
