@@ -124,12 +124,13 @@ public final class OfflineEvidence {
   private Map<String, long[]> seqRanges() {
     Map<String, long[]> ranges = new HashMap<>();
     for (FlightRecorderDump d : dumps.values()) {
+      Map<String, String> keys = keysOf(d);
       for (CollectiveRecord r : d.records()) {
-        ProcessGroup g = d.processGroup(r.getProcessGroup());
-        if (g == null) {
+        String key = keys.get(r.getProcessGroup());
+        if (key == null) {
           continue;
         }
-        long[] range = ranges.computeIfAbsent(key(g), k -> new long[] {-1, -1});
+        long[] range = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
         if (r.getIsP2P()) {
           range[1] = Math.max(range[1], r.getP2PSeq());
         } else {
@@ -142,9 +143,10 @@ public final class OfflineEvidence {
 
   private RankEvidence fromDump(FlightRecorderDump d, Map<String, long[]> seqRanges, int world) {
     List<ProcessGroupProgress> progress = new ArrayList<>();
+    Map<String, String> keys = keysOf(d);
     for (ProcessGroupProgress p : d.progress()) {
-      ProcessGroup g = d.processGroup(p.getProcessGroup());
-      long[] range = g == null ? null : seqRanges.get(key(g));
+      String key = keys.get(p.getProcessGroup());
+      long[] range = key == null ? null : seqRanges.get(key);
       boolean p2p = range != null && range[1] >= 0 && (range[0] < 0
           || Math.abs(p.getLastEnqueuedSeq() - range[1]) < Math.abs(p.getLastEnqueuedSeq() - range[0]));
       progress.add(p2p ? p.toBuilder().setLastEnqueuedSeq(-1).setLastStartedSeq(-1).setLastCompletedSeq(-1)
@@ -248,8 +250,16 @@ public final class OfflineEvidence {
     return out;
   }
 
-  private static String key(ProcessGroup g) {
-    return g.getName() + g.getRanksList();
+  /**
+   * Each group's identity across ranks (name + members) by its name on this rank; computed once per dump, as
+   * the members of a large job's world group make a long key.
+   */
+  private static Map<String, String> keysOf(FlightRecorderDump d) {
+    Map<String, String> keys = new HashMap<>();
+    for (ProcessGroup g : d.processGroups()) {
+      keys.putIfAbsent(g.getName(), g.getName() + g.getRanksList());
+    }
+    return keys;
   }
 
   private static RankIdentity identity(int rank, int world) {
