@@ -24,9 +24,19 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletionService;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.stream.Stream;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -69,8 +79,14 @@ public final class AnalyzeCommand implements Callable<Integer> {
     return !quiet && System.console() != null;
   }
 
+  /**
+   * Threads that read dump files: decoding is CPU-bound, and two keep both cores of a small machine busy while
+   * bounding the memory of dumps being read at once.
+   */
+  static final int READ_THREADS = 2;
+
   @Override
-  public Integer call() throws IOException {
+  public Integer call() throws IOException, InterruptedException {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     DumpReader reader = DumpReader.create();
@@ -86,32 +102,30 @@ public final class AnalyzeCommand implements Callable<Integer> {
       }
       List<Path> files = new ArrayList<>();
       if (Files.isDirectory(path)) {
-        DumpFolder folder;
+        DumpFolder.Listing folder;
         try {
-          folder = reader.readFolder(path, Optional.ofNullable(prefix));
+          folder = reader.listFolder(path, Optional.ofNullable(prefix));
         } catch (DumpFormatException e) {
           err.println("fr-diagnose: " + e.getMessage());
           return ExitCode.USAGE;
         }
+        List<DumpFileResult> failed;
         try (ProgressBar bar = new ProgressBar(err, "dumps", folder.files().size(), showProgress())) {
-          for (DumpFileResult r : folder.files()) {
-            dumpFiles++;
-            if (r.isOk()) {
-              evidence.add(r.dump());
-            } else {
-              err.println("fr-diagnose: " + r.error().getMessage());
-              evidence.unreadable(r.rank(), r.error().problem());
-            }
-            bar.step();
-          }
+          failed = readDumps(reader, folder.files(), evidence, bar);
+        }
+        dumpFiles += folder.files().size();
+        for (DumpFileResult r : failed) {
+          err.println("fr-diagnose: " + r.error().getMessage());
+          evidence.unreadable(r.rank(), r.error().problem());
         }
         notes.addAll(folder.notes());
         // Logs beside the dumps are evidence too; other files were already noted by the folder reader.
+        Set<Path> dumps = new HashSet<>();
+        folder.files().forEach(f -> dumps.add(f.path()));
         try (Stream<Path> others = Files.list(path)) {
-          for (Path f : others.filter(Files::isRegularFile).sorted().toList()) {
+          for (Path f : others.filter(f -> !dumps.contains(f) && Files.isRegularFile(f)).sorted().toList()) {
             InputKind kind = InputKind.of(f);
-            if ((kind == InputKind.NCCL_LOG || kind == InputKind.TRAINING_LOG)
-                && folder.files().stream().noneMatch(r -> r.file().equals(f))) {
+            if (kind == InputKind.NCCL_LOG || kind == InputKind.TRAINING_LOG) {
               files.add(f);
             }
           }
@@ -180,5 +194,72 @@ public final class AnalyzeCommand implements Callable<Integer> {
     out.print(parent != null && parent.json() ? ReportJson.write(report) + "\n" : ReportText.plain(report));
     out.flush();
     return ExitCode.of(report.verdict());
+  }
+
+  /**
+   * Reads {@code files} on {@link #READ_THREADS} threads and hands each dump to {@code evidence} as soon as it is
+   * read, on this thread, so a large folder is never held whole: at most a few full dumps are in memory at once.
+   *
+   * @return the files that could not be read, in the listing's order
+   */
+  private static List<DumpFileResult> readDumps(DumpReader reader, List<DumpFolder.DumpFile> files,
+      OfflineEvidence evidence, ProgressBar bar) throws InterruptedException {
+    Map<Path, DumpFileResult> failed = new HashMap<>();
+    ExecutorService pool = Executors.newFixedThreadPool(READ_THREADS, r -> {
+      Thread t = new Thread(r, "fr-diagnose-read");
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      CompletionService<DumpFileResult> done = new ExecutorCompletionService<>(pool);
+      int submitted = 0;
+      for (int taken = 0; taken < files.size(); taken++) {
+        // A bounded window: readers never run further ahead of this thread than a few files.
+        while (submitted < files.size() && submitted - taken < 2 * READ_THREADS) {
+          DumpFolder.DumpFile f = files.get(submitted++);
+          done.submit(() -> read(reader, f));
+        }
+        DumpFileResult r = result(done.take());
+        if (r.isOk()) {
+          evidence.add(r.dump());
+        } else {
+          failed.put(r.file(), r);
+        }
+        bar.step();
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    List<DumpFileResult> inOrder = new ArrayList<>(failed.size());
+    for (DumpFolder.DumpFile f : files) {
+      if (failed.containsKey(f.path())) {
+        inOrder.add(failed.get(f.path()));
+      }
+    }
+    return inOrder;
+  }
+
+  private static DumpFileResult read(DumpReader reader, DumpFolder.DumpFile f) {
+    try {
+      return DumpFileResult.of(reader.read(f.path(), f.rank()));
+    } catch (DumpFormatException e) {
+      return DumpFileResult.of(f.path(), f.rank(), e);
+    }
+  }
+
+  private static DumpFileResult result(Future<DumpFileResult> f) throws InterruptedException {
+    try {
+      return f.get();
+    } catch (ExecutionException e) {
+      // The reader turns every problem with a file into a DumpFormatException; what is left is not about a file.
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException re) {
+        throw re;
+      }
+      if (cause instanceof Error error) {
+        throw error;
+      }
+      throw new IllegalStateException(cause);
+    }
   }
 }

@@ -7,6 +7,7 @@ import dev.frdiag.daemon.analysis.Liveness;
 import dev.frdiag.daemon.analysis.RankEvidence;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
@@ -33,7 +34,10 @@ public final class OfflineEvidence {
 
   /** Adds one rank's dump. */
   public OfflineEvidence add(FlightRecorderDump dump) {
-    dumps.put(dump.rank(), dump);
+    List<CollectiveRecord> kept = withoutCutOp(dump.records());
+    dumps.put(dump.rank(), kept == dump.records() ? dump : new FlightRecorderDump(dump.file(), dump.rank(),
+        dump.version(), dump.commLibVersion(), dump.processGroups(), kept, dump.progress(), dump.frames(),
+        dump.warnings()));
     return this;
   }
 
@@ -65,8 +69,12 @@ public final class OfflineEvidence {
     return this;
   }
 
+  /**
+   * True when nothing readable was added. Files that could not be read say nothing about where the job is: with
+   * only those, every rank would look idle and the job healthy.
+   */
   public boolean isEmpty() {
-    return dumps.isEmpty() && watchdog.isEmpty() && unreadable.isEmpty() && context.isEmpty();
+    return dumps.isEmpty() && watchdog.isEmpty() && context.isEmpty();
   }
 
   /** The analysis input: offline, so every outstanding op counts as stuck. */
@@ -124,12 +132,13 @@ public final class OfflineEvidence {
   private Map<String, long[]> seqRanges() {
     Map<String, long[]> ranges = new HashMap<>();
     for (FlightRecorderDump d : dumps.values()) {
+      Map<String, String> keys = keysOf(d);
       for (CollectiveRecord r : d.records()) {
-        ProcessGroup g = d.processGroup(r.getProcessGroup());
-        if (g == null) {
+        String key = keys.get(r.getProcessGroup());
+        if (key == null) {
           continue;
         }
-        long[] range = ranges.computeIfAbsent(key(g), k -> new long[] {-1, -1});
+        long[] range = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
         if (r.getIsP2P()) {
           range[1] = Math.max(range[1], r.getP2PSeq());
         } else {
@@ -142,9 +151,10 @@ public final class OfflineEvidence {
 
   private RankEvidence fromDump(FlightRecorderDump d, Map<String, long[]> seqRanges, int world) {
     List<ProcessGroupProgress> progress = new ArrayList<>();
+    Map<String, String> keys = keysOf(d);
     for (ProcessGroupProgress p : d.progress()) {
-      ProcessGroup g = d.processGroup(p.getProcessGroup());
-      long[] range = g == null ? null : seqRanges.get(key(g));
+      String key = keys.get(p.getProcessGroup());
+      long[] range = key == null ? null : seqRanges.get(key);
       boolean p2p = range != null && range[1] >= 0 && (range[0] < 0
           || Math.abs(p.getLastEnqueuedSeq() - range[1]) < Math.abs(p.getLastEnqueuedSeq() - range[0]));
       progress.add(p2p ? p.toBuilder().setLastEnqueuedSeq(-1).setLastStartedSeq(-1).setLastCompletedSeq(-1)
@@ -155,6 +165,34 @@ public final class OfflineEvidence {
     return new RankEvidence(d.rank(), identity(d.rank(), world).toBuilder().setNcclVersion(d.commLibVersion())
         .build(), Liveness.UNKNOWN, true, "", withLayout(d.processGroups()), d.records(), progress, events,
         d.frames());
+  }
+
+  /**
+   * A dump's records without its oldest op when the ring has wrapped past it and it completed long ago. PyTorch
+   * overwrites the ring one entry at a time, so the oldest coalesced group may have lost its first members: what
+   * is left would differ from the whole group other ranks hold and look like a mismatch. A ring that never
+   * wrapped starts at record 0; an only-active dump holds nothing completed; both are kept whole.
+   */
+  static List<CollectiveRecord> withoutCutOp(List<CollectiveRecord> records) {
+    if (records.isEmpty()) {
+      return records;
+    }
+    CollectiveRecord oldest = records.get(0);
+    if (oldest.getRecordId() == 0 || oldest.getState() != CollectiveState.COMPLETED) {
+      return records;
+    }
+    List<CollectiveRecord> out = new ArrayList<>(records.size());
+    for (CollectiveRecord r : records) {
+      if (!sameOp(r, oldest)) {
+        out.add(r);
+      }
+    }
+    return out;
+  }
+
+  private static boolean sameOp(CollectiveRecord a, CollectiveRecord b) {
+    return a.getIsP2P() == b.getIsP2P() && a.getProcessGroup().equals(b.getProcessGroup())
+        && (a.getIsP2P() ? a.getP2PSeq() == b.getP2PSeq() : a.getCollectiveSeq() == b.getCollectiveSeq());
   }
 
   /**
@@ -220,8 +258,16 @@ public final class OfflineEvidence {
     return out;
   }
 
-  private static String key(ProcessGroup g) {
-    return g.getName() + g.getRanksList();
+  /**
+   * Each group's identity across ranks (name + members) by its name on this rank; computed once per dump, as
+   * the members of a large job's world group make a long key.
+   */
+  private static Map<String, String> keysOf(FlightRecorderDump d) {
+    Map<String, String> keys = new HashMap<>();
+    for (ProcessGroup g : d.processGroups()) {
+      keys.putIfAbsent(g.getName(), g.getName() + g.getRanksList());
+    }
+    return keys;
   }
 
   private static RankIdentity identity(int rank, int world) {

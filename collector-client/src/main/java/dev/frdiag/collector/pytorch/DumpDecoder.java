@@ -10,6 +10,7 @@ import dev.frdiag.proto.v1.Shape;
 import java.math.BigInteger;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -17,6 +18,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -57,6 +59,45 @@ final class DumpDecoder {
   private final Map<Integer, Frame> frames = new LinkedHashMap<>();
   /** Frame dicts a pickle shares through its memo, decoded once. */
   private final Map<Object, Integer> sharedFrames = new IdentityHashMap<>();
+  /**
+   * Records holding only the repeated fields entries have had so far. A rank's entries repeat a few stacks,
+   * shapes and dtypes thousands of times; sharing one copy of each keeps a large job's dumps in memory at a
+   * fraction of their size.
+   */
+  private final Map<Repeated, CollectiveRecord> templates = new HashMap<>();
+  private final Map<String, ProfilingName> profilingNames = new HashMap<>();
+
+  /** The repeated fields of one entry, compared by value. */
+  private static final class Repeated {
+    final List<Shape> inputSizes;
+    final List<Shape> outputSizes;
+    final List<String> inputDtypes;
+    final List<String> outputDtypes;
+    final int[] frameIds;
+    private final int hash;
+
+    Repeated(List<Shape> inputSizes, List<Shape> outputSizes, List<String> inputDtypes, List<String> outputDtypes,
+        int[] frameIds) {
+      this.inputSizes = inputSizes;
+      this.outputSizes = outputSizes;
+      this.inputDtypes = inputDtypes;
+      this.outputDtypes = outputDtypes;
+      this.frameIds = frameIds;
+      this.hash = Objects.hash(inputSizes, outputSizes, inputDtypes, outputDtypes) * 31 + Arrays.hashCode(frameIds);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Repeated r && hash == r.hash && Arrays.equals(frameIds, r.frameIds)
+          && inputSizes.equals(r.inputSizes) && outputSizes.equals(r.outputSizes)
+          && inputDtypes.equals(r.inputDtypes) && outputDtypes.equals(r.outputDtypes);
+    }
+
+    @Override
+    public int hashCode() {
+      return hash;
+    }
+  }
 
   /** A pg_config entry. */
   private record Group(String name, String desc, int[] ranks, CommsId.GroupLayout layout) {
@@ -328,7 +369,7 @@ final class DumpDecoder {
       throw new DumpProblem(where + ": missing key 'profiling_name'");
     }
     String profilingName = string(e.get("profiling_name"), new At(where, "profiling_name"));
-    ProfilingName name = ProfilingName.parse(profilingName);
+    ProfilingName name = profilingNames.computeIfAbsent(profilingName, ProfilingName::parse);
     boolean isP2p = e.containsKey("is_p2p")
         ? bool(e.get("is_p2p"), new At(where, "is_p2p"))
         : name.op().equals("send") || name.op().equals("recv");
@@ -357,25 +398,25 @@ final class DumpDecoder {
     if (e.containsKey("thread_id")) {
       b.setThreadId(string(e.get("thread_id"), new At(where, "thread_id")));
     }
-    if (e.containsKey("input_sizes")) {
-      b.addAllInputSizes(shapes(e.get("input_sizes"), new At(where, "input_sizes")));
-    }
-    if (e.containsKey("output_sizes")) {
-      b.addAllOutputSizes(shapes(e.get("output_sizes"), new At(where, "output_sizes")));
-    }
-    if (e.containsKey("input_dtypes")) {
-      b.addAllInputDtypes(strings(e.get("input_dtypes"), new At(where, "input_dtypes")));
-    }
-    if (e.containsKey("output_dtypes")) {
-      b.addAllOutputDtypes(strings(e.get("output_dtypes"), new At(where, "output_dtypes")));
-    }
+    List<Shape> inputSizes = e.containsKey("input_sizes")
+        ? shapes(e.get("input_sizes"), new At(where, "input_sizes")) : List.of();
+    List<Shape> outputSizes = e.containsKey("output_sizes")
+        ? shapes(e.get("output_sizes"), new At(where, "output_sizes")) : List.of();
+    List<String> inputDtypes = e.containsKey("input_dtypes")
+        ? strings(e.get("input_dtypes"), new At(where, "input_dtypes")) : List.of();
+    List<String> outputDtypes = e.containsKey("output_dtypes")
+        ? strings(e.get("output_dtypes"), new At(where, "output_dtypes")) : List.of();
+    int[] frameList = new int[0];
     if (e.containsKey("frames")) {
       List<?> list = list(e.get("frames"), new At(where, "frames"));
       spend(list.size());
+      frameList = new int[list.size()];
       for (int i = 0; i < list.size(); i++) {
-        b.addFrameIds(frame(list.get(i), new At(new At(where, "frames"), i)));
+        frameList[i] = frame(list.get(i), new At(new At(where, "frames"), i));
       }
     }
+    // An empty repeated field takes the template's list as it is: records share them instead of copying.
+    b.mergeFrom(template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameList)));
 
     Group group = groups.get(pgName);
     int peer = -1;
@@ -448,6 +489,21 @@ final class DumpDecoder {
     if (t < 0) {
       throw new DumpProblem(where + ": '" + key + "' is negative (" + t + ")");
     }
+    return t;
+  }
+
+  private CollectiveRecord template(Repeated r) {
+    CollectiveRecord known = templates.get(r);
+    if (known != null) {
+      return known;
+    }
+    CollectiveRecord.Builder b = CollectiveRecord.newBuilder().addAllInputSizes(r.inputSizes)
+        .addAllOutputSizes(r.outputSizes).addAllInputDtypes(r.inputDtypes).addAllOutputDtypes(r.outputDtypes);
+    for (int id : r.frameIds) {
+      b.addFrameIds(id);
+    }
+    CollectiveRecord t = b.build();
+    templates.put(r, t);
     return t;
   }
 

@@ -20,6 +20,16 @@ public record DumpFileResult(Path file, int rank, FlightRecorderDump dump, DumpF
     }
   }
 
+  /** A file that was read. */
+  public static DumpFileResult of(FlightRecorderDump dump) {
+    return parsed(dump);
+  }
+
+  /** A file that could not be read, and why. */
+  public static DumpFileResult of(Path file, int rank, DumpFormatException error) {
+    return failed(file, rank, Objects.requireNonNull(error, "error"));
+  }
+
   static DumpFileResult parsed(FlightRecorderDump dump) {
     return new DumpFileResult(dump.file(), dump.rank(), dump, null);
   }

@@ -29,4 +29,28 @@ public record DumpFolder(Path dir, String prefix, List<DumpFileResult> files, Li
   public List<DumpFileResult> failures() {
     return files.stream().filter(f -> !f.isOk()).toList();
   }
+
+  /** A dump file of a folder and the rank its name gives. */
+  public record DumpFile(Path path, int rank) {
+    public DumpFile {
+      Objects.requireNonNull(path, "path");
+    }
+  }
+
+  /**
+   * The dump files of a folder, not yet read.
+   *
+   * @param dir the folder
+   * @param prefix the file name prefix the dumps share
+   * @param files the dump files, by rank (then by name when two files claim one rank)
+   * @param notes files that were left out and why, duplicate ranks
+   */
+  public record Listing(Path dir, String prefix, List<DumpFile> files, List<String> notes) {
+    public Listing {
+      Objects.requireNonNull(dir, "dir");
+      Objects.requireNonNull(prefix, "prefix");
+      files = List.copyOf(files);
+      notes = List.copyOf(notes);
+    }
+  }
 }

@@ -153,6 +153,25 @@ public final class DumpReader {
    *     prefixes and none was given
    */
   public DumpFolder readFolder(Path dir, Optional<String> prefix) throws DumpFormatException {
+    DumpFolder.Listing listing = listFolder(dir, prefix);
+    List<DumpFileResult> results = new ArrayList<>(listing.files().size());
+    for (DumpFolder.DumpFile f : listing.files()) {
+      try {
+        results.add(DumpFileResult.parsed(read(f.path(), f.rank())));
+      } catch (DumpFormatException e) {
+        results.add(DumpFileResult.failed(f.path(), f.rank(), e));
+      }
+    }
+    return new DumpFolder(dir, listing.prefix(), results, listing.notes());
+  }
+
+  /**
+   * The dump files of a folder without reading them: what {@link #readFolder} reads, chosen the same way, for
+   * callers that read the files themselves (several at a time, or handing each on as soon as it is read).
+   *
+   * @throws DumpFormatException as {@link #readFolder} does
+   */
+  public DumpFolder.Listing listFolder(Path dir, Optional<String> prefix) throws DumpFormatException {
     Objects.requireNonNull(dir, "dir");
     Objects.requireNonNull(prefix, "prefix");
     if (!Files.isDirectory(dir)) {
@@ -213,15 +232,11 @@ public final class DumpReader {
             + b.file().getFileName());
       }
     }
-    List<DumpFileResult> results = new ArrayList<>(candidates.size());
+    List<DumpFolder.DumpFile> files = new ArrayList<>(candidates.size());
     for (Candidate c : candidates) {
-      try {
-        results.add(DumpFileResult.parsed(read(c.file(), c.rank())));
-      } catch (DumpFormatException e) {
-        results.add(DumpFileResult.failed(c.file(), c.rank(), e));
-      }
+      files.add(new DumpFolder.DumpFile(c.file(), c.rank()));
     }
-    return new DumpFolder(dir, chosen, results, notes);
+    return new DumpFolder.Listing(dir, chosen, files, notes);
   }
 
   /**
