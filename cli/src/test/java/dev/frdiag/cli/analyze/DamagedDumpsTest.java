@@ -13,7 +13,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -59,9 +58,6 @@ class DamagedDumpsTest {
   }
 
   @Test
-  @Disabled("HangAnalyzer prefers DEAD_RANK for members it has no snapshot from over a member proven never to have"
-      + " issued the collective: it names ranks 20-22, whose dump files exist but are damaged, 'gone (process or"
-      + " host died)', and rank 35's CPU stall only as further evidence")
   void damagedFilesDoNotOutweighARankProvenToHaveStalled() throws IOException {
     cpuStallWithDamagedFiles();
     Report report = Analyze.json(dir).report();

@@ -20,7 +20,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -49,8 +48,6 @@ class WrappedRingsTest {
    * path (a daemon pulling rings) gives it exactly such rings.
    */
   @Test
-  @Disabled("HangAnalyzer compares a coalesced group whose first members the ring overwrote with the whole group"
-      + " on another rank, and reports MISMATCH (program bug) on rank 35, whose only fault is a CPU stall")
   void theEngineDoesNotTakeACoalescedGroupTheRingCutForAMismatch() {
     FaultyDumps job = CUT.build();
     List<RankEvidence> ranks = new ArrayList<>();

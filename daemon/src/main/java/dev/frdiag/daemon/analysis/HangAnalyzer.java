@@ -59,6 +59,8 @@ public final class HangAnalyzer {
     DEVICE_ERROR(Symptom.GPU_STALL),
     CPU(Symptom.CPU_STALL),
     GPU(Symptom.GPU_STALL),
+    /** No usable evidence from a member (no dump, an unreadable one): likely gone, but weaker than proof. */
+    NO_EVIDENCE(Symptom.DEAD_RANK),
     WATCHDOG(Symptom.WATCHDOG_STUCK),
     FABRIC(Symptom.FABRIC);
 
@@ -361,7 +363,7 @@ public final class HangAnalyzer {
           // No evidence at all, or only a stale window from a rank that is still connected: blame needs more.
           if (r == null || r.evidence.liveness() != Liveness.ALIVE && r.evidence.liveness() != Liveness.UNKNOWN
               || r.evidence.isEmpty() && job.offline()) {
-            n.suspect(Cause.DEAD, rank);
+            n.suspect(Cause.NO_EVIDENCE, rank);
           }
           continue;
         }
@@ -443,7 +445,14 @@ public final class HangAnalyzer {
           if (t == null) {
             continue;
           }
-          t.collectives.forEach((seq, recs) -> bySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs));
+          t.collectives.forEach((seq, recs) -> {
+            // The ring may have overwritten the first members of the oldest group it holds: a partial group
+            // compared with a whole one would look like a program bug.
+            if (seq == t.oldestHeld && recs.size() > 1) {
+              return;
+            }
+            bySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs);
+          });
           t.p2p.forEach((seq, recs) -> p2pBySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs));
         }
         Evidence e = firstCollectiveMismatch(g, groupSize, bySeq);
@@ -722,6 +731,7 @@ public final class HangAnalyzer {
         case DEVICE_ERROR -> 0.95;
         case CPU -> 0.9;
         case GPU -> primary.in(MemberState.WAITING).isEmpty() ? 0.7 : 0.85;
+        case NO_EVIDENCE -> 0.6;
         case WATCHDOG -> 0.6;
         case FABRIC -> 0.6;
       };
@@ -735,7 +745,8 @@ public final class HangAnalyzer {
       List<Integer> waiting = n.in(MemberState.WAITING);
       List<Integer> done = n.in(MemberState.DONE);
       List<Integer> unknown = n.in(MemberState.UNKNOWN);
-      Set<Integer> dead = n.suspects.getOrDefault(Cause.DEAD, Set.of());
+      Set<Integer> dead = new TreeSet<>(n.suspects.getOrDefault(Cause.DEAD, Set.of()));
+      dead.addAll(n.suspects.getOrDefault(Cause.NO_EVIDENCE, Set.of()));
       for (int rank : dead) {
         RankIndex r = ranks.get(rank);
         String why = r == null ? "sent no evidence at all"
@@ -932,6 +943,8 @@ public final class HangAnalyzer {
             + " device never ran " + where + ": GPU fault.";
         case DEAD -> who + (culprits.size() == 1 ? " is" : " are") + " gone (process or host died) while "
             + peers(primary, culprits) + " wait in " + where + ".";
+        case NO_EVIDENCE -> who + " left no usable evidence (no dump, or an unreadable one) while "
+            + peers(primary, culprits) + " wait in " + where + ": likely gone (process or host).";
         case MISMATCH -> who + " issued " + where + " with a different operation, size or dtype than "
             + peers(primary, culprits) + ": program bug.";
         case WATCHDOG -> who + ": the framework's watchdog itself is stuck, not the collective " + where + ".";
