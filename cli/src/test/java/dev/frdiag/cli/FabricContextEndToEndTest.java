@@ -2,6 +2,7 @@ package dev.frdiag.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.cli.demo.IncidentWatch;
 import dev.frdiag.collector.context.ContextFindings;
 import dev.frdiag.collector.context.ib.IbSnapshot;
 import dev.frdiag.collector.context.ib.IbSysfsReader;
@@ -15,19 +16,15 @@ import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.report.Report;
 import dev.frdiag.daemon.report.ReportJson;
 import dev.frdiag.proto.v1.CollectorGrpc;
-import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.Symptom;
-import dev.frdiag.proto.v1.WatchIncidentsRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.StreamObserver;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -77,22 +74,7 @@ class FabricContextEndToEndTest {
         .dataDir(dir.resolve("data")).stallTimeout(Duration.ofSeconds(1)).build()).start()) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
       try {
-        BlockingQueue<ReportEnvelope> reports = new ArrayBlockingQueue<>(4);
-        DiagnosisGrpc.newStub(channel).watchIncidents(WatchIncidentsRequest.newBuilder().setJobId("fab").build(),
-            new StreamObserver<>() {
-              @Override
-              public void onNext(ReportEnvelope value) {
-                reports.offer(value);
-              }
-
-              @Override
-              public void onError(Throwable t) {
-              }
-
-              @Override
-              public void onCompleted() {
-              }
-            });
+        BlockingQueue<ReportEnvelope> reports = IncidentWatch.of(channel, "fab");
         // What node01's agent would post: its counters over the window.
         CollectorGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS).reportContext(
             NodeContext.newBuilder().setJobId("fab").setHostname("node01")

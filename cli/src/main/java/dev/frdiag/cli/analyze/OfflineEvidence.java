@@ -1,6 +1,7 @@
 package dev.frdiag.cli.analyze;
 
 import dev.frdiag.collector.pytorch.FlightRecorderDump;
+import dev.frdiag.collector.pytorch.PgStatus;
 import dev.frdiag.collector.pytorch.WatchdogLine;
 import dev.frdiag.daemon.analysis.JobEvidence;
 import dev.frdiag.daemon.analysis.Liveness;
@@ -15,7 +16,6 @@ import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -80,7 +80,7 @@ public final class OfflineEvidence {
   /** The analysis input: offline, so every outstanding op counts as stuck. */
   public JobEvidence build(String job) {
     int world = Math.max(worldSize, inferredWorldSize());
-    Map<String, long[]> seqRanges = seqRanges();
+    Map<String, long[]> seqRanges = PgStatus.seqRanges(dumps.values());
     Map<Integer, RankEvidence> ranks = new TreeMap<>();
     for (FlightRecorderDump d : dumps.values()) {
       ranks.put(d.rank(), fromDump(d, seqRanges, world));
@@ -124,43 +124,8 @@ public final class OfflineEvidence {
     return max + 1;
   }
 
-  /**
-   * Per group (name + members), the largest collective and P2P seqs any rank recorded. PyTorch's pg_status counts
-   * "the last work" of either kind in the same field, so a group used for sends and recvs reports P2P seqs there;
-   * comparing with what the group's records show tells which.
-   */
-  private Map<String, long[]> seqRanges() {
-    Map<String, long[]> ranges = new HashMap<>();
-    for (FlightRecorderDump d : dumps.values()) {
-      Map<String, String> keys = keysOf(d);
-      for (CollectiveRecord r : d.records()) {
-        String key = keys.get(r.getProcessGroup());
-        if (key == null) {
-          continue;
-        }
-        long[] range = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
-        if (r.getIsP2P()) {
-          range[1] = Math.max(range[1], r.getP2PSeq());
-        } else {
-          range[0] = Math.max(range[0], r.getCollectiveSeq());
-        }
-      }
-    }
-    return ranges;
-  }
-
   private RankEvidence fromDump(FlightRecorderDump d, Map<String, long[]> seqRanges, int world) {
-    List<ProcessGroupProgress> progress = new ArrayList<>();
-    Map<String, String> keys = keysOf(d);
-    for (ProcessGroupProgress p : d.progress()) {
-      String key = keys.get(p.getProcessGroup());
-      long[] range = key == null ? null : seqRanges.get(key);
-      boolean p2p = range != null && range[1] >= 0 && (range[0] < 0
-          || Math.abs(p.getLastEnqueuedSeq() - range[1]) < Math.abs(p.getLastEnqueuedSeq() - range[0]));
-      progress.add(p2p ? p.toBuilder().setLastEnqueuedSeq(-1).setLastStartedSeq(-1).setLastCompletedSeq(-1)
-          .setLastEnqueuedP2PSeq(p.getLastEnqueuedSeq()).setLastCompletedP2PSeq(p.getLastCompletedSeq()).build()
-          : p);
-    }
+    List<ProcessGroupProgress> progress = PgStatus.normalized(d, seqRanges);
     List<RankEvent> events = new ArrayList<>();
     return new RankEvidence(d.rank(), identity(d.rank(), world).toBuilder().setNcclVersion(d.commLibVersion())
         .build(), Liveness.UNKNOWN, true, "", withLayout(d.processGroups()), d.records(), progress, events,
@@ -262,14 +227,6 @@ public final class OfflineEvidence {
    * Each group's identity across ranks (name + members) by its name on this rank; computed once per dump, as
    * the members of a large job's world group make a long key.
    */
-  private static Map<String, String> keysOf(FlightRecorderDump d) {
-    Map<String, String> keys = new HashMap<>();
-    for (ProcessGroup g : d.processGroups()) {
-      keys.putIfAbsent(g.getName(), g.getName() + g.getRanksList());
-    }
-    return keys;
-  }
-
   private static RankIdentity identity(int rank, int world) {
     return RankIdentity.newBuilder().setGlobalRank(rank).setWorldSize(Math.max(world, rank + 1)).setLocalRank(-1)
         .setCudaDevice(-1).build();

@@ -13,19 +13,15 @@ import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.report.Report;
 import dev.frdiag.daemon.report.ReportJson;
 import dev.frdiag.daemon.report.ReportText;
-import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.ReportEnvelope;
-import dev.frdiag.proto.v1.WatchIncidentsRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -158,22 +154,7 @@ public final class FrDemo implements Callable<Integer> {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext()
           .maxInboundMessageSize(64 * 1024 * 1024).build();
       try {
-        BlockingQueue<ReportEnvelope> reports = new ArrayBlockingQueue<>(16);
-        DiagnosisGrpc.newStub(channel).watchIncidents(WatchIncidentsRequest.newBuilder().setJobId(job).build(),
-            new StreamObserver<>() {
-              @Override
-              public void onNext(ReportEnvelope value) {
-                reports.offer(value);
-              }
-
-              @Override
-              public void onError(Throwable t) {
-              }
-
-              @Override
-              public void onCompleted() {
-              }
-            });
+        BlockingQueue<ReportEnvelope> reports = IncidentWatch.of(channel, job);
         err.printf("[demo] daemon listening on 127.0.0.1:%d, reports in %s%n", daemon.port(), dir);
         err.printf("[demo] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d), stall timeout %s%n", ranks,
             topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),

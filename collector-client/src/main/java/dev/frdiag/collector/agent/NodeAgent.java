@@ -11,6 +11,7 @@ import java.time.Instant;
 import dev.frdiag.collector.pytorch.DumpFormatException;
 import dev.frdiag.collector.pytorch.DumpReader;
 import dev.frdiag.collector.pytorch.FlightRecorderDump;
+import dev.frdiag.collector.pytorch.PgStatus;
 import dev.frdiag.collector.pytorch.WatchdogLine;
 import dev.frdiag.collector.pytorch.WatchdogLogReader;
 import dev.frdiag.collector.reporter.RankStream;
@@ -604,7 +605,14 @@ public final class NodeAgent implements AutoCloseable {
         log.warn("rank {}: {} of {} records of {} left out (unknown group, no op, no time or negative seq)", rank,
             dump.records().size() - records.size(), dump.records().size(), dump.file());
       }
-      List<ProcessGroupProgress> progress = dump.progress().stream()
+      // The node's other ranks' dumps help tell which groups' pg_status counts P2P seqs.
+      List<FlightRecorderDump> known = new ArrayList<>(List.of(dump));
+      for (AgentRank other : ranks.values()) {
+        if (other != this && other.lastDump != null) {
+          known.add(other.lastDump);
+        }
+      }
+      List<ProcessGroupProgress> progress = PgStatus.normalized(dump, PgStatus.seqRanges(known)).stream()
           .filter(p -> names.contains(p.getProcessGroup())).toList();
       return new FlightRecorderDump(dump.file(), dump.rank(), dump.version(), dump.commLibVersion(), groups,
           records, progress, dump.frames(), dump.warnings());

@@ -86,7 +86,6 @@ public final class HangAnalyzer {
     final Map<Integer, MemberState> states = new TreeMap<>();
     final Map<Cause, Set<Integer>> suspects = new EnumMap<>(Cause.class);
     final Set<String> blockedBy = new TreeSet<>();
-    final List<Evidence> evidence = new ArrayList<>();
     CollectiveRecord sample;
     long firstCreatedNs = Long.MAX_VALUE;
     boolean allIssuedNoneStarted;

@@ -331,10 +331,6 @@ public final class Job {
     }
   }
 
-  public void openIncident() {
-    openIncident("stall");
-  }
-
   /** Opens an incident for {@code trigger}; the events that led to it are part of it. */
   public void openIncident(String trigger) {
     synchronized (lock) {
