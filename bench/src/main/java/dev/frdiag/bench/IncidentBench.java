@@ -2,7 +2,7 @@ package dev.frdiag.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.frdiag.cli.demo.FrDemo;
+import dev.frdiag.demo.FrDemo;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;

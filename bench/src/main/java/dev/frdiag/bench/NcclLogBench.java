@@ -1,9 +1,9 @@
 package dev.frdiag.bench;
 
-import dev.frdiag.collector.context.nccl.NcclEvent;
-import dev.frdiag.collector.context.nccl.NcclLog;
-import dev.frdiag.collector.context.nccl.NcclLogParser;
-import dev.frdiag.collector.context.nccl.OpCountProgress;
+import dev.frdiag.readers.nccl.NcclEvent;
+import dev.frdiag.readers.nccl.NcclLog;
+import dev.frdiag.readers.nccl.NcclLogParser;
+import dev.frdiag.readers.nccl.OpCountProgress;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,6 +1,6 @@
 package dev.frdiag.daemon;
 
-import dev.frdiag.daemon.analysis.Warmup;
+import dev.frdiag.analysis.Warmup;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;

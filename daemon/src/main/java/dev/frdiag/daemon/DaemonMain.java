@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.proto.FrdiagVersion;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -9,7 +10,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code fr-daemon}: runs the daemon until SIGTERM/SIGINT. */
-@Command(name = "fr-daemon", mixinStandardHelpOptions = true, version = "fr-daemon 0.1.0",
+@Command(name = "fr-daemon", mixinStandardHelpOptions = true, versionProvider = DaemonMain.Version.class,
     description = "Runs the frdiag daemon: collects flight-recorder data from ranks, detects hangs, writes reports.",
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:stopped cleanly", "2:usage error", "3:could not start (port in use, data dir not writable)"})
@@ -105,6 +106,14 @@ public final class DaemonMain implements Callable<Integer> {
       };
     } catch (RuntimeException e) {
       throw new CommandLine.TypeConversionException("'" + value + "' is not a duration: use e.g. 500ms, 30s, 2m");
+    }
+  }
+
+  /** Prints the version Maven stamped into the build. */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      return new String[] {"fr-daemon " + FrdiagVersion.current()};
     }
   }
 }

@@ -1,11 +1,11 @@
 package dev.frdiag.cli.analyze;
 
-import dev.frdiag.collector.pytorch.FlightRecorderDump;
-import dev.frdiag.collector.pytorch.PgStatus;
-import dev.frdiag.collector.pytorch.WatchdogLine;
-import dev.frdiag.daemon.analysis.JobEvidence;
-import dev.frdiag.daemon.analysis.Liveness;
-import dev.frdiag.daemon.analysis.RankEvidence;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.readers.pytorch.PgStatus;
+import dev.frdiag.readers.pytorch.WatchdogLine;
+import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.analysis.Liveness;
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;

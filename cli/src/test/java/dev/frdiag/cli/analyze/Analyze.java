@@ -5,8 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.frdiag.cli.FrDiagnose;
-import dev.frdiag.daemon.report.Report;
-import dev.frdiag.daemon.report.ReportJson;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
@@ -70,7 +70,7 @@ final class Analyze {
 
   /** A folder of the real PyTorch dumps kept with the reader's tests (see their NOTICE.md). */
   static Path sample(String folder) {
-    Path p = Path.of("..", "collector-client", "src", "test", "resources", "fr_dumps", folder);
+    Path p = Path.of("..", "testing", "src", "test", "resources", "fr_dumps", folder);
     if (!Files.isDirectory(p)) {
       throw new IllegalStateException("sample dumps not found at " + p.toAbsolutePath()
           + ": run the tests from the cli module's directory");

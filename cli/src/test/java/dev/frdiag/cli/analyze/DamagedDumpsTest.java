@@ -3,9 +3,9 @@ package dev.frdiag.cli.analyze;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.cli.ExitCode;
-import dev.frdiag.collector.pytorch.DumpWriter.Encoding;
-import dev.frdiag.collector.pytorch.FaultyDumps.Kind;
-import dev.frdiag.daemon.report.Report;
+import dev.frdiag.testing.dumps.DumpWriter.Encoding;
+import dev.frdiag.testing.dumps.FaultyDumps.Kind;
+import dev.frdiag.report.Report;
 import dev.frdiag.proto.v1.Symptom;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

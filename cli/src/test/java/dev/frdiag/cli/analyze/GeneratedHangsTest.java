@@ -2,9 +2,9 @@ package dev.frdiag.cli.analyze;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.frdiag.collector.pytorch.DumpWriter.Encoding;
-import dev.frdiag.collector.pytorch.FaultyDumps;
-import dev.frdiag.collector.pytorch.FaultyDumps.Kind;
+import dev.frdiag.testing.dumps.DumpWriter.Encoding;
+import dev.frdiag.testing.dumps.FaultyDumps;
+import dev.frdiag.testing.dumps.FaultyDumps.Kind;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;

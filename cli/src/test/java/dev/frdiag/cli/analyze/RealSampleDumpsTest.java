@@ -3,7 +3,7 @@ package dev.frdiag.cli.analyze;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.cli.ExitCode;
-import dev.frdiag.daemon.report.Report;
+import dev.frdiag.report.Report;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import org.junit.jupiter.api.Test;

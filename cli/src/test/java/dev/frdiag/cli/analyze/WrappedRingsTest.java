@@ -2,15 +2,15 @@ package dev.frdiag.cli.analyze;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.frdiag.collector.pytorch.DumpWriter.Encoding;
-import dev.frdiag.collector.pytorch.FaultyDumps;
-import dev.frdiag.collector.pytorch.FaultyDumps.Kind;
-import dev.frdiag.collector.pytorch.FlightRecorderDump;
-import dev.frdiag.daemon.analysis.Diagnosis;
-import dev.frdiag.daemon.analysis.HangAnalyzer;
-import dev.frdiag.daemon.analysis.JobEvidence;
-import dev.frdiag.daemon.analysis.Liveness;
-import dev.frdiag.daemon.analysis.RankEvidence;
+import dev.frdiag.testing.dumps.DumpWriter.Encoding;
+import dev.frdiag.testing.dumps.FaultyDumps;
+import dev.frdiag.testing.dumps.FaultyDumps.Kind;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.analysis.Liveness;
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankIdentity;

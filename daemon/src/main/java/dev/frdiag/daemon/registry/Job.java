@@ -1,8 +1,8 @@
 package dev.frdiag.daemon.registry;
 
-import dev.frdiag.daemon.analysis.JobEvidence;
-import dev.frdiag.daemon.analysis.Liveness;
-import dev.frdiag.daemon.analysis.RankEvidence;
+import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.analysis.Liveness;
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;

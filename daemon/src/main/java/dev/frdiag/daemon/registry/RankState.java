@@ -1,6 +1,6 @@
 package dev.frdiag.daemon.registry;
 
-import dev.frdiag.daemon.analysis.Liveness;
+import dev.frdiag.analysis.Liveness;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.ProcessGroup;

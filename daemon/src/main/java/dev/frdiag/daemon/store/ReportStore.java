@@ -1,8 +1,8 @@
 package dev.frdiag.daemon.store;
 
-import dev.frdiag.daemon.report.Report;
-import dev.frdiag.daemon.report.ReportJson;
-import dev.frdiag.daemon.report.ReportText;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import dev.frdiag.report.ReportText;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

@@ -1,11 +1,11 @@
 package dev.frdiag.daemon.watchdog;
 
-import dev.frdiag.daemon.analysis.Diagnosis;
-import dev.frdiag.daemon.analysis.HangAnalyzer;
-import dev.frdiag.daemon.analysis.JobEvidence;
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.daemon.registry.Job;
-import dev.frdiag.daemon.report.Report;
-import dev.frdiag.daemon.report.ReportSink;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportSink;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;

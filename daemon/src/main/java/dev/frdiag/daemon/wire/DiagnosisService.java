@@ -2,9 +2,9 @@ package dev.frdiag.daemon.wire;
 
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
-import dev.frdiag.daemon.report.Report;
-import dev.frdiag.daemon.report.ReportJson;
-import dev.frdiag.daemon.report.ReportSink;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import dev.frdiag.report.ReportSink;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;

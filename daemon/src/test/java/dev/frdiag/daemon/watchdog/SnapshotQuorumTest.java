@@ -5,8 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
-import dev.frdiag.daemon.report.Report;
-import dev.frdiag.daemon.report.ReportJson;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;

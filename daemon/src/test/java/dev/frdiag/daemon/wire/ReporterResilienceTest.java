@@ -12,7 +12,7 @@ import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.collector.ring.RecordView;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
-import dev.frdiag.daemon.analysis.RankEvidence;
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.DiagnosisGrpc;

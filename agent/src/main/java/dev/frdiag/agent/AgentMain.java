@@ -1,0 +1,394 @@
+package dev.frdiag.agent;
+
+import dev.frdiag.proto.FrdiagVersion;
+
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.Option;
+
+/** {@code fr-agent}: runs a {@link NodeAgent} for the PyTorch ranks of this node until SIGTERM/SIGINT. */
+@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = AgentMain.Version.class, sortOptions = false,
+    usageHelpAutoWidth = true,
+    description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
+        + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, and forwards the "
+        + "watchdog lines of their training logs.",
+        "",
+        "Every option can also be set in a --config file, one key=value per line, the key being the option's "
+        + "name without dashes (world-size=16, local-ranks=8-15, log=/logs/a.log,/logs/b.log). Options on the "
+        + "command line override the file. A leading ~/ in a path is the home directory.",
+        ""},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {"1:unexpected failure",
+        "2:usage error: a missing or bad option or config value",
+        "143:stopped by SIGTERM (130: SIGINT) after a clean close: goodbye sent for every rank"})
+public final class AgentMain implements Callable<Integer> {
+  static final String DEFAULT_DAEMON = "127.0.0.1:50551";
+  static final int DEFAULT_PORT = 50551;
+  /** More ranks than any job has; a range beyond it is a typo. */
+  static final int MAX_RANKS = 1 << 20;
+
+  @Option(names = "--job", paramLabel = "ID", description = "Job id, the same on every node of the job "
+      + "(required; letters, digits, . _ -).")
+  String job;
+
+  @Option(names = "--daemon", paramLabel = "HOST:PORT", defaultValue = DEFAULT_DAEMON,
+      description = "Daemon to report to (default ${DEFAULT-VALUE}).")
+  String daemon;
+
+  @Option(names = "--world-size", paramLabel = "N", description = "Ranks in the job (required).")
+  Integer worldSize;
+
+  @Option(names = "--local-ranks", paramLabel = "RANKS", converter = RankListConverter.class,
+      description = "Global ranks running on this node, ranges and lists: 0-7, 8-15 or 0,2,4-6 (required).")
+  RankList localRanks;
+
+  @Option(names = "--hostname", paramLabel = "NAME",
+      description = "This node's name as NCCL prints it (default: the host name up to its first dot).")
+  String hostname;
+
+  @Option(names = "--dump-prefix", paramLabel = "PREFIX", defaultValue = "~/.cache/torch/comm_lib_trace_rank_",
+      description = {"The job's TORCH_FR_DUMP_TEMP_FILE (alias TORCH_NCCL_DEBUG_INFO_TEMP_FILE): rank r dumps to "
+          + "PREFIX<r>; PyTorch's default when the agent runs as the job's user.", "Default: ${DEFAULT-VALUE}"})
+  String dumpPrefix;
+
+  @Option(names = "--pipe-prefix", paramLabel = "PREFIX",
+      description = "The job's TORCH_NCCL_DEBUG_INFO_PIPE_FILE: rank r reads PREFIX<r>.pipe. Without it the agent "
+          + "cannot ask ranks for fresh dumps and uses only those they write on their own (default: none).")
+  String pipePrefix;
+
+  @Option(names = "--log", paramLabel = "FILE", split = ",",
+      description = "A training log to follow for PyTorch watchdog lines; repeat the option or separate files "
+          + "with commas (default: none).")
+  List<String> logs = new ArrayList<>();
+
+  @Option(names = "--poll-interval", paramLabel = "DURATION", defaultValue = "1s",
+      converter = DurationConverter.class,
+      description = "How often dump files and logs are looked at: 500ms, 1s, 2m (default ${DEFAULT-VALUE}).")
+  Duration pollInterval;
+
+  @Option(names = "--dump-wait", paramLabel = "DURATION", defaultValue = "15s",
+      converter = DurationConverter.class,
+      description = "How long a rank may take to dump after its pipe is written; shortened to fit the daemon's "
+          + "own deadline (default ${DEFAULT-VALUE}, PyTorch's TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC).")
+  Duration dumpWait;
+
+  @Option(names = "--ib-root", paramLabel = "DIR", defaultValue = "/sys/class/infiniband",
+      description = "InfiniBand sysfs root whose port counters are read (default ${DEFAULT-VALUE}; ignored when "
+          + "missing).")
+  Path ibRoot;
+
+  @Option(names = "--nccl-log", paramLabel = "FILE", split = ",",
+      description = "NCCL_DEBUG_FILE log of a local rank, parsed when the daemon investigates (repeatable).")
+  List<Path> ncclLogs = new ArrayList<>();
+
+  @Option(names = "--config", paramLabel = "FILE",
+      description = "A key=value file with any of the options above; command-line options win.")
+  String config;
+
+  /** Where the values of options not on the command line came from, for error messages; null without one. */
+  private Path configFile;
+  private final Properties configValues = new Properties();
+  private final List<String> given = new ArrayList<>();
+
+  public static void main(String[] args) {
+    // Picked before the first logger exists; an explicit -Dlogback.configurationFile still wins.
+    if (System.getProperty("logback.configurationFile") == null) {
+      System.setProperty("logback.configurationFile", "logback-agent.xml");
+    }
+    System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+  }
+
+  /**
+   * Parses {@code args} and runs the agent until the JVM shuts down; returns the exit code of a failed start.
+   * Errors are one line on {@code err}.
+   */
+  static int run(String[] args, PrintWriter out, PrintWriter err) {
+    AgentMain main = new AgentMain();
+    CommandLine cmd;
+    try {
+      cmd = main.commandLine(args);
+    } catch (UsageException e) {
+      err.println("fr-agent: " + e.getMessage());
+      return 2;
+    }
+    cmd.setOut(out).setErr(err);
+    cmd.setParameterExceptionHandler((e, a) -> {
+      err.println("fr-agent: " + main.describe(e) + " (see fr-agent --help)");
+      return 2;
+    });
+    cmd.setExecutionExceptionHandler((e, c, p) -> {
+      if (e instanceof UsageException) {
+        err.println("fr-agent: " + e.getMessage());
+        return 2;
+      }
+      err.println("fr-agent: " + e);
+      return 1;
+    });
+    return cmd.execute(args);
+  }
+
+  /**
+   * The settings {@code args} describe, with their config file, without starting anything.
+   *
+   * @throws IllegalArgumentException with the one-line message the command prints
+   */
+  static AgentSettings parse(String... args) {
+    AgentMain main = new AgentMain();
+    CommandLine cmd = main.commandLine(args);
+    try {
+      cmd.parseArgs(args);
+    } catch (CommandLine.ParameterException e) {
+      throw new UsageException(main.describe(e));
+    }
+    return main.settings();
+  }
+
+  /** Where to find the daemon, from {@code --daemon}. */
+  static String[] daemonAddress(String value) {
+    String v = value.trim();
+    int colon = v.lastIndexOf(':');
+    if (v.isEmpty() || colon == 0) {
+      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + DEFAULT_DAEMON + ")");
+    }
+    if (colon < 0 || v.endsWith("]")) {
+      return new String[] {v.replace("[", "").replace("]", ""), Integer.toString(DEFAULT_PORT)};
+    }
+    String port = v.substring(colon + 1);
+    if (!port.matches("\\d{1,5}") || Integer.parseInt(port) < 1 || Integer.parseInt(port) > 65_535) {
+      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + DEFAULT_DAEMON + ")");
+    }
+    return new String[] {v.substring(0, colon).replace("[", "").replace("]", ""), port};
+  }
+
+  @Override
+  public Integer call() throws InterruptedException {
+    AgentSettings settings = settings();
+    String[] address = daemonAddress(daemon);
+    ManagedChannel channel = NettyChannelBuilder.forAddress(address[0], Integer.parseInt(address[1]))
+        .usePlaintext()
+        // Notices a daemon host that vanished without closing the connection (the daemon permits 10 s).
+        .keepAliveTime(30, TimeUnit.SECONDS).keepAliveTimeout(10, TimeUnit.SECONDS)
+        .build();
+    // What this node's counters and NCCL logs say reaches the daemon whenever it investigates.
+    NodeContextCollector context = new NodeContextCollector(
+        ibRoot != null && java.nio.file.Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1));
+    NodeAgent agent = new NodeAgent(settings, channel, context);
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      try {
+        agent.close();
+        channel.shutdown();
+        if (!channel.awaitTermination(2, TimeUnit.SECONDS)) {
+          channel.shutdownNow();
+        }
+      } catch (InterruptedException e) {
+        channel.shutdownNow();
+        Thread.currentThread().interrupt();
+      } finally {
+        stopped.countDown();
+      }
+    }, "frdiag-agent-shutdown"));
+    stopped.await();
+    return 0;
+  }
+
+  /** Validated settings from the parsed options. */
+  AgentSettings settings() {
+    if (job == null) {
+      throw new UsageException(missing("--job"));
+    }
+    if (worldSize == null) {
+      throw new UsageException(missing("--world-size"));
+    }
+    if (localRanks == null) {
+      throw new UsageException(missing("--local-ranks"));
+    }
+    daemonAddress(daemon);
+    try {
+      return AgentSettings.builder().jobId(job).worldSize(worldSize).localRanks(localRanks.ranks())
+          .hostname(hostname).dumpPrefix(home(dumpPrefix)).pipePrefix(pipePrefix == null ? null : home(pipePrefix))
+          .logFiles(logs.stream().filter(l -> !l.isBlank()).map(l -> Path.of(home(l.trim()))).toList())
+          .pollInterval(pollInterval).dumpWait(dumpWait).build();
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(e.getMessage());
+    }
+  }
+
+  private String missing(String option) {
+    return "missing " + option + (configFile == null ? "" : " (not on the command line nor in " + configFile + ")");
+  }
+
+  /**
+   * The command line, with the values of {@code --config} (looked for in {@code args} before parsing, since they
+   * become the options' defaults).
+   */
+  private CommandLine commandLine(String[] args) {
+    given.addAll(List.of(args));
+    CommandLine cmd = new CommandLine(this);
+    String file = configArgument(args);
+    if (file == null) {
+      return cmd;
+    }
+    configFile = Path.of(home(file));
+    try (Reader in = Files.newBufferedReader(configFile, StandardCharsets.UTF_8)) {
+      configValues.load(in);
+    } catch (IOException | IllegalArgumentException e) {
+      throw new UsageException("cannot read config file " + configFile + ": " + e);
+    }
+    Set<String> known = new TreeSet<>();
+    for (OptionSpec o : cmd.getCommandSpec().options()) {
+      if (!o.usageHelp() && !o.versionHelp() && !o.longestName().equals("--config")) {
+        known.add(key(o));
+      }
+    }
+    for (String key : configValues.stringPropertyNames()) {
+      if (!known.contains(key)) {
+        throw new UsageException("config file " + configFile + ": unknown key '" + key + "'; known keys: "
+            + String.join(", ", known));
+      }
+    }
+    cmd.setDefaultValueProvider(arg -> arg instanceof OptionSpec o && known.contains(key(o))
+        ? trimmed(configValues.getProperty(key(o))) : null);
+    return cmd;
+  }
+
+  private static String trimmed(String value) {
+    return value == null ? null : value.trim();
+  }
+
+  /** The value of {@code --config FILE} or {@code --config=FILE}, or null. */
+  private static String configArgument(String[] args) {
+    String found = null;
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals("--")) {
+        break;
+      }
+      if (args[i].equals("--config") && i + 1 < args.length) {
+        found = args[++i];
+      } else if (args[i].startsWith("--config=")) {
+        found = args[i].substring("--config=".length());
+      }
+    }
+    return found;
+  }
+
+  /** The config file key of an option: its name without the dashes. */
+  private static String key(OptionSpec o) {
+    return o.longestName().replaceFirst("^--", "");
+  }
+
+  /** picocli's message, saying so when the bad value came from the config file. */
+  private String describe(CommandLine.ParameterException e) {
+    String message = e.getMessage();
+    if (configFile != null && e.getArgSpec() instanceof OptionSpec o && configValues.containsKey(key(o))
+        && given.stream().noneMatch(a -> a.equals(o.longestName()) || a.startsWith(o.longestName() + "="))) {
+      message += " (" + key(o) + "= in " + configFile + ")";
+    }
+    return message;
+  }
+
+  /** Expands a leading {@code ~/}, which shells do not do inside --opt=~/x or config files. */
+  static String home(String path) {
+    return path.equals("~") || path.startsWith("~/") ? System.getProperty("user.home") + path.substring(1) : path;
+  }
+
+  /** The ranks of {@code --local-ranks}, in the order given. */
+  record RankList(List<Integer> ranks) {}
+
+  /** Parses "0-7", "0,2,4-6". */
+  static final class RankListConverter implements CommandLine.ITypeConverter<RankList> {
+    @Override
+    public RankList convert(String value) {
+      List<Integer> ranks = new ArrayList<>();
+      for (String part : value.split(",", -1)) {
+        String p = part.trim();
+        String[] ends = p.split("-", -1);
+        if (ends.length > 2 || !ends[0].matches("\\d{1,7}") || ends.length == 2 && !ends[1].matches("\\d{1,7}")) {
+          throw bad(value, "'" + p + "' is neither a rank nor a range");
+        }
+        int from = Integer.parseInt(ends[0]);
+        int to = ends.length == 2 ? Integer.parseInt(ends[1]) : from;
+        if (to < from) {
+          throw bad(value, "range " + p + " goes down");
+        }
+        if (to >= MAX_RANKS || ranks.size() + (to - from + 1) > MAX_RANKS) {
+          throw bad(value, "more than " + MAX_RANKS + " ranks");
+        }
+        for (int r = from; r <= to; r++) {
+          ranks.add(r);
+        }
+      }
+      return new RankList(List.copyOf(ranks));
+    }
+
+    private static CommandLine.TypeConversionException bad(String value, String why) {
+      return new CommandLine.TypeConversionException("'" + value + "' is not a rank list: " + why
+          + " (use e.g. 0-7 or 0,2,4-6)");
+    }
+  }
+
+  /** Parses "500ms", "30s", "2m", "1h" or ISO-8601 ("PT30S"); must be above zero. */
+  static final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
+    @Override
+    public Duration convert(String value) {
+      String v = value.trim().toLowerCase();
+      Duration d;
+      try {
+        if (v.startsWith("pt")) {
+          d = Duration.parse(v.toUpperCase());
+        } else if (v.endsWith("ms")) {
+          d = Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+        } else {
+          long n = Long.parseLong(v.substring(0, v.length() - 1));
+          d = switch (v.charAt(v.length() - 1)) {
+            case 's' -> Duration.ofSeconds(n);
+            case 'm' -> Duration.ofMinutes(n);
+            case 'h' -> Duration.ofHours(n);
+            default -> throw new IllegalArgumentException();
+          };
+        }
+      } catch (RuntimeException e) {
+        throw new CommandLine.TypeConversionException("'" + value + "' is not a duration: use e.g. 500ms, 30s, 2m");
+      }
+      if (d.isNegative() || d.isZero()) {
+        throw new CommandLine.TypeConversionException("'" + value + "' is not above zero");
+      }
+      return d;
+    }
+  }
+
+  /** A problem with the command line or the config file; its message is printed as is. */
+  static final class UsageException extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    UsageException(String message) {
+      super(message);
+    }
+  }
+
+  /** Prints the version Maven stamped into the build. */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      return new String[] {"fr-agent " + FrdiagVersion.current()};
+    }
+  }
+}

@@ -1,0 +1,205 @@
+package dev.frdiag.agent;
+
+import dev.frdiag.readers.pytorch.DumpReader;
+import dev.frdiag.collector.reporter.ReporterSettings;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * What a node agent watches and where it reports. Build with {@link #builder()}; every value is validated.
+ *
+ * <p>The prefixes are strings, not paths, because PyTorch builds the file names by appending to them:
+ * {@code /tmp/dumps/} names rank 3's dump {@code /tmp/dumps/3}, and {@code /tmp/trace_} names it
+ * {@code /tmp/trace_3}.
+ *
+ * @param jobId the job the node's ranks belong to
+ * @param hostname this node's name as the ranks print it
+ * @param worldSize ranks in the job
+ * @param localRanks global ranks running on this node, distinct
+ * @param dumpPrefix PyTorch's dump file prefix (TORCH_FR_DUMP_TEMP_FILE); rank r dumps to prefix + r
+ * @param pipePrefix TORCH_NCCL_DEBUG_INFO_PIPE_FILE; rank r listens on prefix + r + ".pipe"; null when unset
+ * @param logFiles training logs to tail for watchdog lines
+ * @param pollInterval how often files are looked at (default 1 s)
+ * @param dumpWait how long a triggered rank may take to write its dump (default 15 s, PyTorch's own default);
+ *     the agent answers sooner when the daemon's request has a shorter deadline
+ * @param maxDumpBytes dump files larger than this are not read (default 64 MiB; real dumps are KB to MB)
+ * @param stream how the agent's streams to the daemon behave
+ */
+public record AgentSettings(String jobId, String hostname, int worldSize, List<Integer> localRanks,
+    String dumpPrefix, String pipePrefix, List<Path> logFiles, Duration pollInterval, Duration dumpWait,
+    long maxDumpBytes, ReporterSettings stream) {
+
+  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
+  public static final Duration DEFAULT_DUMP_WAIT = Duration.ofSeconds(15);
+  public static final long DEFAULT_MAX_DUMP_BYTES = 64L << 20;
+  /** The daemon's rule for job ids, checked here so a bad one fails at start and not on every reconnect. */
+  static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+
+  /** PyTorch's default dump prefix: {@code $HOME/.cache/torch/comm_lib_trace_rank_}. */
+  public static String defaultDumpPrefix() {
+    return Path.of(System.getProperty("user.home"), ".cache", "torch", DumpReader.DEFAULT_PREFIX).toString();
+  }
+
+  public AgentSettings {
+    Objects.requireNonNull(jobId, "jobId");
+    Objects.requireNonNull(hostname, "hostname");
+    Objects.requireNonNull(dumpPrefix, "dumpPrefix");
+    Objects.requireNonNull(pollInterval, "pollInterval");
+    Objects.requireNonNull(dumpWait, "dumpWait");
+    Objects.requireNonNull(stream, "stream");
+    localRanks = List.copyOf(Objects.requireNonNull(localRanks, "localRanks"));
+    logFiles = List.copyOf(Objects.requireNonNull(logFiles, "logFiles"));
+    if (!JOB_ID.matcher(jobId).matches()) {
+      throw new IllegalArgumentException(jobId.isEmpty() ? "a job id is required"
+          : "invalid job id '" + jobId + "': use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit");
+    }
+    if (hostname.isEmpty()) {
+      throw new IllegalArgumentException("hostname must not be empty");
+    }
+    if (worldSize < 1) {
+      throw new IllegalArgumentException("world size must be at least 1, got " + worldSize);
+    }
+    if (localRanks.isEmpty()) {
+      throw new IllegalArgumentException("at least one local rank is required");
+    }
+    Set<Integer> seen = new HashSet<>();
+    for (int r : localRanks) {
+      if (r < 0 || r >= worldSize) {
+        throw new IllegalArgumentException("local rank " + r + " is outside world size " + worldSize
+            + " (ranks 0-" + (worldSize - 1) + ")");
+      }
+      if (!seen.add(r)) {
+        throw new IllegalArgumentException("local rank " + r + " is listed twice");
+      }
+    }
+    if (dumpPrefix.isEmpty()) {
+      throw new IllegalArgumentException("dump prefix must not be empty");
+    }
+    if (pipePrefix != null && pipePrefix.isEmpty()) {
+      pipePrefix = null;
+    }
+    if (pollInterval.isNegative() || pollInterval.isZero()) {
+      throw new IllegalArgumentException("poll interval must be positive, got " + pollInterval);
+    }
+    if (dumpWait.isNegative() || dumpWait.isZero()) {
+      throw new IllegalArgumentException("dump wait must be positive, got " + dumpWait);
+    }
+    if (maxDumpBytes < 1 || maxDumpBytes > DumpReader.MAX_FILE_BYTES_LIMIT) {
+      throw new IllegalArgumentException("max dump bytes must be within 1.." + DumpReader.MAX_FILE_BYTES_LIMIT
+          + ", got " + maxDumpBytes);
+    }
+  }
+
+  /** Where rank {@code rank} writes its dump: the prefix with the rank appended, as PyTorch names it. */
+  public Path dumpFile(int rank) {
+    return Path.of(dumpPrefix + rank);
+  }
+
+  /** The pipe rank {@code rank} listens on, or null when pipes are not configured. */
+  public Path pipe(int rank) {
+    return pipePrefix == null ? null : Path.of(pipePrefix + rank + ".pipe");
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Builder for {@link AgentSettings}, starting from the documented defaults. */
+  public static final class Builder {
+    private String jobId = "";
+    private String hostname;
+    private int worldSize;
+    private List<Integer> localRanks = List.of();
+    private String dumpPrefix;
+    private String pipePrefix;
+    private List<Path> logFiles = List.of();
+    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    private Duration dumpWait = DEFAULT_DUMP_WAIT;
+    private long maxDumpBytes = DEFAULT_MAX_DUMP_BYTES;
+    private ReporterSettings stream = ReporterSettings.defaults();
+
+    private Builder() {}
+
+    public Builder jobId(String v) {
+      jobId = v;
+      return this;
+    }
+
+    /** Defaults to this machine's host name cut at the first dot, as NCCL prints it. */
+    public Builder hostname(String v) {
+      hostname = v;
+      return this;
+    }
+
+    public Builder worldSize(int v) {
+      worldSize = v;
+      return this;
+    }
+
+    public Builder localRanks(List<Integer> v) {
+      localRanks = v;
+      return this;
+    }
+
+    /** Defaults to {@link #defaultDumpPrefix()}. */
+    public Builder dumpPrefix(String v) {
+      dumpPrefix = v;
+      return this;
+    }
+
+    /** Null or empty when the job has no debug pipes. */
+    public Builder pipePrefix(String v) {
+      pipePrefix = v;
+      return this;
+    }
+
+    public Builder logFiles(List<Path> v) {
+      logFiles = v;
+      return this;
+    }
+
+    public Builder pollInterval(Duration v) {
+      pollInterval = v;
+      return this;
+    }
+
+    public Builder dumpWait(Duration v) {
+      dumpWait = v;
+      return this;
+    }
+
+    public Builder maxDumpBytes(long v) {
+      maxDumpBytes = v;
+      return this;
+    }
+
+    public Builder stream(ReporterSettings v) {
+      stream = v;
+      return this;
+    }
+
+    /** @throws IllegalArgumentException naming the first invalid value */
+    public AgentSettings build() {
+      // Looked up only when needed: a slow resolver must not delay a builder whose host name is given.
+      return new AgentSettings(jobId, hostname == null ? localHostname() : hostname, worldSize, localRanks,
+          dumpPrefix == null ? defaultDumpPrefix() : dumpPrefix, pipePrefix, logFiles, pollInterval, dumpWait,
+          maxDumpBytes, stream);
+    }
+
+    static String localHostname() {
+      try {
+        String name = java.net.InetAddress.getLocalHost().getHostName();
+        int dot = name.indexOf('.');
+        // NCCL prints the host name cut at the first dot; match it so the two join.
+        return dot > 0 ? name.substring(0, dot) : name;
+      } catch (java.net.UnknownHostException e) {
+        return "localhost";
+      }
+    }
+  }
+}

@@ -1,0 +1,103 @@
+package dev.frdiag.agent;
+
+import dev.frdiag.readers.context.ContextFindings;
+
+import dev.frdiag.readers.ib.IbSnapshot;
+import dev.frdiag.readers.ib.IbSysfsReader;
+import dev.frdiag.readers.ib.IbWindow;
+import dev.frdiag.readers.nccl.NcclLog;
+import dev.frdiag.readers.nccl.NcclLogParser;
+import dev.frdiag.proto.v1.ContextFinding;
+import dev.frdiag.proto.v1.NodeContext;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Gathers what one node's InfiniBand counters and NCCL logs say, for the daemon's diagnosis: counter snapshots are
+ * taken periodically (so the window that matters, the stuck one, has a "before"), NCCL logs are parsed when asked.
+ * Not thread-safe: one agent thread drives it.
+ */
+public final class NodeContextCollector {
+  private static final Logger log = LoggerFactory.getLogger(NodeContextCollector.class);
+  /** Snapshots kept: at one a minute, half an hour of history, a few kilobytes per port each. */
+  static final int KEPT = 30;
+
+  private final IbSysfsReader reader;
+  private final List<Path> ncclLogs;
+  private final Duration interval;
+  private final ArrayDeque<IbSnapshot> history = new ArrayDeque<>();
+
+  /**
+   * @param ibRoot the sysfs InfiniBand root (/sys/class/infiniband, or a copy in tests); null for none
+   * @param ncclLogs NCCL_DEBUG_FILE logs of this node's ranks
+   * @param interval how often {@link #tick} takes a snapshot
+   */
+  public NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval) {
+    this.reader = ibRoot == null ? null : new IbSysfsReader(ibRoot, java.time.Clock.systemUTC());
+    this.ncclLogs = List.copyOf(ncclLogs);
+    this.interval = Objects.requireNonNull(interval, "interval");
+    snapshot();
+  }
+
+  /** Takes a snapshot when the interval has passed since the last one. */
+  public void tick() {
+    IbSnapshot last = history.peekLast();
+    if (reader != null && (last == null
+        || Duration.between(last.takenAt(), Instant.now()).compareTo(interval) >= 0)) {
+      snapshot();
+    }
+  }
+
+  /**
+   * The node's context now: counters over the window since the last snapshot taken before {@code since} (the
+   * hang's start, as far as the caller knows), and the findings of the NCCL logs.
+   */
+  public NodeContext collect(String jobId, String hostname, Instant since) {
+    NodeContext.Builder node = NodeContext.newBuilder().setJobId(jobId).setHostname(hostname)
+        .setObservedAtNs(System.currentTimeMillis() * 1_000_000);
+    if (reader != null && !history.isEmpty()) {
+      IbSnapshot before = history.peekFirst();
+      for (IbSnapshot s : history) {
+        if (!s.takenAt().isAfter(since)) {
+          before = s;
+        }
+      }
+      IbSnapshot now = reader.snapshot();
+      node.addAllFindings(ContextFindings.fromIb(IbWindow.between(before, now), hostname));
+    }
+    for (Path file : ncclLogs) {
+      if (!Files.isRegularFile(file)) {
+        continue;
+      }
+      try {
+        NcclLog parsed = NcclLogParser.create().parse(file);
+        for (List<ContextFinding> findings : ContextFindings.fromNccl(parsed).values()) {
+          for (ContextFinding f : findings) {
+            node.addFindings(f.getHost().isEmpty() ? f.toBuilder().setHost(hostname).build() : f);
+          }
+        }
+      } catch (IOException e) {
+        log.debug("{}: {}", file, e.getMessage());
+      }
+    }
+    return node.build();
+  }
+
+  private void snapshot() {
+    if (reader == null) {
+      return;
+    }
+    if (history.size() == KEPT) {
+      history.removeFirst();
+    }
+    history.addLast(reader.snapshot());
+  }
+}

@@ -1,0 +1,207 @@
+package dev.frdiag.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
+
+import dev.frdiag.collector.reporter.ReporterSettings;
+import dev.frdiag.daemon.Daemon;
+import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.agent.FakeTorchRank.Role;
+import dev.frdiag.analysis.Evidence;
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.report.Report;
+import dev.frdiag.proto.v1.DiagnosisGrpc;
+import dev.frdiag.proto.v1.GetReportRequest;
+import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.proto.v1.Verdict;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The node agent between a real daemon and separate processes that behave like PyTorch ranks: a watchdog line in
+ * a training log opens an incident, the agent triggers fresh dumps through the ranks' debug pipes, ships them,
+ * and the report names the rank that diverged.
+ */
+class NodeAgentEndToEndTest {
+  private static final String JOB = "llama-7b.run3";
+  private static final Duration STARTUP = Duration.ofSeconds(30);
+  private static final Duration INCIDENT = Duration.ofSeconds(20);
+
+  @TempDir
+  Path dir;
+
+  private final List<ChildProcess> processes = new ArrayList<>();
+  private final List<AutoCloseable> resources = new ArrayList<>();
+  private Daemon daemon;
+
+  @AfterEach
+  void tearDown() throws Exception {
+    for (ChildProcess p : processes) {
+      p.close();
+    }
+    for (int i = resources.size() - 1; i >= 0; i--) {
+      resources.get(i).close();
+    }
+    if (daemon != null) {
+      daemon.close();
+    }
+  }
+
+  @Test
+  void reportsRankThatNeverIssuedTheCollective() throws Exception {
+    daemon = startDaemon(0);
+    List<ChildProcess> ranks = startRanks(Role.WAITING, Role.WAITING, Role.NEVER_ISSUED);
+    NodeAgent agent = startAgent(daemon.port(), 3);
+    await("agent connected").atMost(STARTUP).until(agent::allConnected);
+
+    ranks.get(0).command("timeout");
+
+    Report report = awaitReport(daemon);
+    assertThat(report.trigger()).isEqualTo("watchdog_timeout");
+    assertThat(report.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(report.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(report.culpritRanks()).containsExactly(2);
+    assertThat(report.collective().seq()).isEqualTo(FakeTorchRank.STUCK_SEQ);
+    assertThat(report.collective().op()).isEqualTo("all_reduce");
+    assertThat(report.evidence()).extracting(Evidence::kind).contains("not_issued", "waiting", "rank_event")
+        .doesNotContain("no_snapshot");
+    assertThat(report.evidence()).filteredOn(e -> e.kind().equals("rank_event")).extracting(Evidence::ranks)
+        .containsExactly(List.of(0));
+    // Every rank answered its pipe: the timeline counts three fresh snapshots out of three.
+    assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("3 of 3 snapshots received"));
+    assertThat(report.culprits().get(0).stack()).contains("train_step (train.py:88)");
+    for (ChildProcess rank : ranks) {
+      rank.awaitLine("dumped", STARTUP);
+    }
+
+    // The same report through the Diagnosis service.
+    ManagedChannel channel = channel(daemon.port());
+    String json = DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS)
+        .getReport(GetReportRequest.newBuilder().setReportId(report.reportId()).build()).getReportJson();
+    assertThat(json).contains("\"symptom\" : \"CPU_STALL\"");
+  }
+
+  @Test
+  void reportsRankThatDoesNotAnswerItsPipe() throws Exception {
+    daemon = startDaemon(0);
+    List<ChildProcess> ranks = startRanks(Role.WAITING, Role.WAITING, Role.DEAF);
+    NodeAgent agent = startAgent(daemon.port(), 3);
+    await("agent connected").atMost(STARTUP).until(agent::allConnected);
+
+    ranks.get(1).command("timeout");
+
+    Report report = awaitReport(daemon);
+    assertThat(report.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(report.culpritRanks()).containsExactly(2);
+    assertThat(report.symptom()).isEqualTo(Symptom.DEAD_RANK);
+    assertThat(report.evidence()).filteredOn(e -> e.kind().equals("rank_lost")).singleElement()
+        .satisfies(e -> assertThat(e.detail()).startsWith("Rank 2 sent no snapshot: dump failed: rank 2 did not"
+            + " answer its dump pipe "));
+    assertThat(report.evidence()).filteredOn(e -> e.kind().equals("no_snapshot")).extracting(Evidence::ranks)
+        .containsExactly(List.of(2));
+    assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("3 of 3 snapshots received"));
+    ranks.get(0).awaitLine("dumped", STARTUP);
+    ranks.get(1).awaitLine("dumped", STARTUP);
+    assertThat(ranks.get(2).count("dumped")).isZero();
+  }
+
+  @Test
+  void reconnectsWhenTheDaemonRestarts() throws Exception {
+    daemon = startDaemon(0);
+    int port = daemon.port();
+    List<ChildProcess> ranks = startRanks(Role.WAITING, Role.NEVER_ISSUED);
+    NodeAgent agent = startAgent(port, 2);
+    await("agent connected").atMost(STARTUP).until(agent::allConnected);
+
+    daemon.close();
+    await("agent noticed the daemon is gone").atMost(INCIDENT).until(() -> !agent.allConnected());
+    daemon = startDaemon(port);
+    await("agent reconnected").atMost(INCIDENT).until(() -> agent.allConnected()
+        && daemon.registry().find(JOB).map(j -> j.summary().getRanksConnected()).orElse(0) == 2);
+
+    ranks.get(0).command("timeout");
+    Report report = awaitReport(daemon);
+    assertThat(report.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(report.culpritRanks()).containsExactly(1);
+  }
+
+  @Test
+  void agentCommandSaysGoodbyeForEveryRankOnSigterm() throws Exception {
+    daemon = startDaemon(0);
+    ChildProcess agent = ChildProcess.java("fr-agent", "dev.frdiag.agent.AgentMain", List.of(
+        "--job", JOB, "--daemon", "127.0.0.1:" + daemon.port(), "--world-size", "4", "--local-ranks", "2-3",
+        "--hostname", "node07", "--dump-prefix", dir + "/nccl_trace_rank_", "--poll-interval", "100ms"));
+    processes.add(agent);
+    await("agent process connected").atMost(STARTUP).until(() -> daemon.registry().find(JOB)
+        .map(j -> j.summary().getRanksConnected()).orElse(0) == 2
+        && agent.output().stream().anyMatch(line -> line.contains("all 2 ranks connected")));
+
+    agent.process().destroy();
+
+    assertThat(agent.process().waitFor(30, TimeUnit.SECONDS)).as("exited after SIGTERM").isTrue();
+    assertThat(agent.process().exitValue()).as("exit status after SIGTERM").isEqualTo(143);
+    Job job = daemon.registry().find(JOB).orElseThrow();
+    await("goodbyes").atMost(INCIDENT).until(() -> job.summary().getRanksFinished() == 2);
+    assertThat(job.rankStatuses()).extracting(RankStatus::getGlobalRank, RankStatus::getHostname)
+        .containsExactly(tuple(2, "node07"), tuple(3, "node07"));
+  }
+
+  private Daemon startDaemon(int port) {
+    // The dumps are two minutes old, past the stall timeout; the agent sends no live progress, so the only
+    // incident is the one the watchdog line opens.
+    return new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(port).dataDir(dir.resolve("data"))
+        .stallTimeout(Duration.ofSeconds(60)).snapshotDeadline(Duration.ofSeconds(5)).build()).start();
+  }
+
+  private List<ChildProcess> startRanks(Role... roles) throws Exception {
+    List<ChildProcess> started = new ArrayList<>();
+    for (int rank = 0; rank < roles.length; rank++) {
+      ChildProcess p = ChildProcess.java("rank" + rank, FakeTorchRank.class, List.of(Integer.toString(rank),
+          Integer.toString(roles.length), roles[rank].name(), dir + "/nccl_pipe_", dir + "/nccl_trace_rank_",
+          dir.resolve("train-" + rank + ".log").toString()));
+      processes.add(p);
+      started.add(p);
+    }
+    for (ChildProcess p : started) {
+      p.awaitLine("ready", STARTUP);
+    }
+    return started;
+  }
+
+  private NodeAgent startAgent(int port, int worldSize) {
+    ManagedChannel channel = channel(port);
+    AgentSettings settings = AgentSettings.builder().jobId(JOB).hostname("node07").worldSize(worldSize)
+        .localRanks(IntStream.range(0, worldSize).boxed().toList())
+        .dumpPrefix(dir + "/nccl_trace_rank_").pipePrefix(dir + "/nccl_pipe_")
+        .logFiles(IntStream.range(0, worldSize).mapToObj(r -> dir.resolve("train-" + r + ".log")).toList())
+        .pollInterval(Duration.ofMillis(50)).dumpWait(Duration.ofMillis(1500))
+        .stream(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
+            .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build())
+        .build();
+    NodeAgent agent = new NodeAgent(settings, channel);
+    resources.add(agent);
+    return agent;
+  }
+
+  private ManagedChannel channel(int port) {
+    ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+    resources.add(() -> channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS));
+    return channel;
+  }
+
+  private Report awaitReport(Daemon d) {
+    await("report").atMost(INCIDENT).until(() -> d.store().latest(JOB).isPresent());
+    return d.store().latest(JOB).orElseThrow();
+  }
+}

@@ -1,0 +1,15 @@
+package dev.frdiag.analysis;
+
+import java.util.List;
+
+/**
+ * What a person needs to act on one culprit rank.
+ *
+ * @param rank global rank
+ * @param host host name, "?" when unknown
+ * @param pid process id, 0 when unknown
+ * @param cudaDevice CUDA device ordinal, -1 when unknown
+ * @param lastOp the newest record the rank holds, e.g. "tp0#41 _reduce_scatter_base completed"; empty if none
+ * @param stack the stack of the op it is stuck at or last issued, innermost first, as "name (file:line)"
+ */
+public record Culprit(int rank, String host, long pid, int cudaDevice, String lastOp, List<String> stack) {}

@@ -1,0 +1,54 @@
+package dev.frdiag.analysis;
+
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.proto.v1.RankIdentity;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Everything known about one rank when a job is analysed, whether it came from a live stream or a dump file.
+ *
+ * @param rank global rank
+ * @param identity who the rank is; a default instance when unknown
+ * @param liveness whether its process was there
+ * @param answered true when the rank delivered a fresh snapshot (or dump) for this analysis
+ * @param missingReason why there is no fresh snapshot, e.g. "no reply within 2 s"; empty when answered
+ * @param groups process groups the rank is a member of
+ * @param records the rank's ring, oldest first
+ * @param progress per group progress (heartbeat or dump status); may be empty
+ * @param events timeouts and errors the rank reported
+ * @param frames the frames {@code records} refer to by id
+ */
+public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered,
+    String missingReason, List<ProcessGroup> groups, List<CollectiveRecord> records,
+    List<ProcessGroupProgress> progress, List<RankEvent> events, Map<Integer, Frame> frames) {
+
+  public RankEvidence {
+    if (rank < 0) {
+      throw new IllegalArgumentException("rank must not be negative, got " + rank);
+    }
+    Objects.requireNonNull(identity, "identity");
+    Objects.requireNonNull(liveness, "liveness");
+    missingReason = missingReason == null ? "" : missingReason;
+    groups = List.copyOf(groups);
+    records = List.copyOf(records);
+    progress = List.copyOf(progress);
+    events = List.copyOf(events);
+    frames = Map.copyOf(frames);
+  }
+
+  /** Host name, or "?" when unknown. */
+  public String host() {
+    return identity.getHostname().isEmpty() ? "?" : identity.getHostname();
+  }
+
+  /** True when nothing at all is known of the rank's collectives. */
+  public boolean isEmpty() {
+    return records.isEmpty() && progress.isEmpty();
+  }
+}

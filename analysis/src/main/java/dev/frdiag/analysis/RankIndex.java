@@ -1,0 +1,120 @@
+package dev.frdiag.analysis;
+
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** One rank's evidence indexed for lookups by (process group, seq). */
+final class RankIndex {
+  final RankEvidence evidence;
+  /** Group name on this rank → identity. */
+  final Map<String, GroupKey> groupsByName = new HashMap<>();
+  /** Group identity → this rank's track in it. */
+  final Map<GroupKey, Track> tracks = new HashMap<>();
+  /** True when this rank's data shows device start events (so "issued, not started" is meaningful). */
+  final boolean recordsStarts;
+  /** The oldest op this rank issued and has not completed, or null. */
+  final CollectiveRecord oldestIncomplete;
+  final CollectiveRecord newest;
+
+  /** A rank's view of one process group. */
+  static final class Track {
+    final TreeMap<Long, List<CollectiveRecord>> collectives = new TreeMap<>();
+    final TreeMap<Long, List<CollectiveRecord>> p2p = new TreeMap<>();
+    long enqueued = -1;
+    long started = -1;
+    long completed = -1;
+    long p2pEnqueued = -1;
+    long p2pCompleted = -1;
+    long lastProgressNs;
+    long lastCompletionNs;
+    /** Oldest collective seq held in the ring; older seqs were overwritten. */
+    long oldestHeld = Long.MAX_VALUE;
+    long oldestHeldP2p = Long.MAX_VALUE;
+  }
+
+  RankIndex(RankEvidence evidence) {
+    this.evidence = evidence;
+    for (ProcessGroup g : evidence.groups()) {
+      GroupKey key = GroupKey.of(g);
+      groupsByName.put(g.getName(), key);
+      tracks.put(key, new Track());
+    }
+    boolean starts = false;
+    CollectiveRecord oldest = null;
+    CollectiveRecord last = null;
+    for (CollectiveRecord r : evidence.records()) {
+      last = r;
+      GroupKey key = groupsByName.get(r.getProcessGroup());
+      if (key == null) {
+        continue;
+      }
+      Track t = tracks.get(key);
+      if (r.getState() == CollectiveState.STARTED || r.getTimeStartedNs() > 0) {
+        starts = true;
+      }
+      if (r.getIsP2P()) {
+        t.p2p.computeIfAbsent(r.getP2PSeq(), s -> new ArrayList<>(1)).add(r);
+        t.p2pEnqueued = Math.max(t.p2pEnqueued, r.getP2PSeq());
+        t.oldestHeldP2p = Math.min(t.oldestHeldP2p, r.getP2PSeq());
+        if (r.getState() == CollectiveState.COMPLETED) {
+          t.p2pCompleted = Math.max(t.p2pCompleted, r.getP2PSeq());
+        }
+      } else {
+        t.collectives.computeIfAbsent(r.getCollectiveSeq(), s -> new ArrayList<>(1)).add(r);
+        t.enqueued = Math.max(t.enqueued, r.getCollectiveSeq());
+        t.oldestHeld = Math.min(t.oldestHeld, r.getCollectiveSeq());
+        if (r.getState() == CollectiveState.COMPLETED) {
+          t.completed = Math.max(t.completed, r.getCollectiveSeq());
+        } else if (r.getState() == CollectiveState.STARTED) {
+          t.started = Math.max(t.started, r.getCollectiveSeq());
+        }
+      }
+      if (r.getState() == CollectiveState.COMPLETED) {
+        t.lastCompletionNs = Math.max(t.lastCompletionNs, r.getTimeCompletedNs());
+      } else if (oldest == null || isBefore(r, oldest)) {
+        oldest = r;
+      }
+    }
+    for (ProcessGroupProgress p : evidence.progress()) {
+      GroupKey key = groupsByName.get(p.getProcessGroup());
+      if (key == null) {
+        continue;
+      }
+      Track t = tracks.get(key);
+      t.enqueued = Math.max(t.enqueued, p.getLastEnqueuedSeq());
+      t.started = Math.max(t.started, p.getLastStartedSeq());
+      t.completed = Math.max(t.completed, p.getLastCompletedSeq());
+      t.p2pEnqueued = Math.max(t.p2pEnqueued, p.getLastEnqueuedP2PSeq());
+      t.p2pCompleted = Math.max(t.p2pCompleted, p.getLastCompletedP2PSeq());
+      t.lastProgressNs = Math.max(t.lastProgressNs, p.getLastProgressNs());
+      if (p.getLastStartedSeq() >= 0) {
+        starts = true;
+      }
+    }
+    this.recordsStarts = starts;
+    this.oldestIncomplete = oldest;
+    this.newest = last;
+  }
+
+  int rank() {
+    return evidence.rank();
+  }
+
+  /**
+   * Order of issue on one rank: the per-process record id, which is the true issue order (a wall clock can step
+   * backwards); creation time only when the ids are equal.
+   */
+  static boolean isBefore(CollectiveRecord a, CollectiveRecord b) {
+    if (a.getRecordId() != b.getRecordId()) {
+      return a.getRecordId() < b.getRecordId();
+    }
+    return a.getTimeCreatedNs() < b.getTimeCreatedNs();
+  }
+}

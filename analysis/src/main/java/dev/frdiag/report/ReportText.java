@@ -1,0 +1,124 @@
+package dev.frdiag.report;
+
+import dev.frdiag.analysis.CollectiveRef;
+import dev.frdiag.analysis.Culprit;
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.Ranks;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+
+/** Renders a {@link Report} for people: plain text for the terminal, or Markdown for the report file. */
+public final class ReportText {
+  private static final DateTimeFormatter TIME_OF_DAY =
+      DateTimeFormatter.ofPattern("HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
+
+  private ReportText() {}
+
+  /** The terminal rendering: the verdict in one sentence first, then the details. */
+  public static String plain(Report r) {
+    return render(r, false);
+  }
+
+  /** The Markdown rendering stored next to the JSON. */
+  public static String markdown(Report r) {
+    return render(r, true);
+  }
+
+  private static String render(Report r, boolean md) {
+    StringBuilder sb = new StringBuilder();
+    String title = r.verdict() + " · " + r.symptom() + " · confidence " + String.format("%.2f", r.confidence());
+    if (md) {
+      sb.append("# frdiag report ").append(r.reportId().isEmpty() ? r.job() : r.reportId()).append("\n\n");
+      sb.append("**").append(title).append("**\n\n").append(r.headline()).append("\n\n");
+    } else {
+      sb.append(r.headline()).append("\n\n").append("  ").append(title).append("\n");
+    }
+    section(sb, md, "Summary");
+    field(sb, md, "job", r.job());
+    if (!r.reportId().isEmpty()) {
+      field(sb, md, "report", r.reportId());
+    }
+    Instant created = parse(r.createdAt());
+    field(sb, md, "created", (created == null ? r.createdAt()
+        : DateTimeFormatter.ISO_INSTANT.format(created.truncatedTo(ChronoUnit.SECONDS))) + " (trigger: "
+        + r.trigger() + ")");
+    CollectiveRef c = r.collective();
+    if (c != null) {
+      field(sb, md, "collective", c.processGroup() + (c.processGroupDesc().isEmpty() ? ""
+          : " (" + c.processGroupDesc() + ")") + (c.isP2p() ? " p2p seq " : " seq ") + c.seq() + " " + c.op()
+          + (c.commsId().isEmpty() ? "" : "  comms_id " + c.commsId()));
+    }
+    field(sb, md, "culprit ranks", r.culpritRanks().isEmpty() ? "none" : Ranks.compact(r.culpritRanks()));
+    if (!r.culpritHosts().isEmpty()) {
+      field(sb, md, "culprit hosts", String.join(", ", r.culpritHosts()));
+    }
+    if (!r.culprits().isEmpty()) {
+      section(sb, md, "Culprits");
+      for (Culprit k : r.culprits()) {
+        item(sb, md, "rank " + k.rank() + "  host " + k.host() + (k.pid() > 0 ? "  pid " + k.pid() : "")
+            + (k.cudaDevice() >= 0 ? "  cuda:" + k.cudaDevice() : "")
+            + (k.lastOp().isEmpty() ? "" : "  newest record: " + k.lastOp()));
+        for (String frame : k.stack()) {
+          sb.append(md ? "    - `" + frame + "`\n" : "      at " + frame + "\n");
+        }
+      }
+    }
+    if (!r.evidence().isEmpty()) {
+      section(sb, md, "Evidence");
+      for (Evidence e : r.evidence()) {
+        item(sb, md, "[" + e.kind() + "] " + e.detail());
+      }
+    }
+    if (!r.rankStates().isEmpty()) {
+      section(sb, md, "Where every rank is");
+      for (Diagnosis.RankGroup g : r.rankStates()) {
+        item(sb, md, g.state() + ": ranks " + compact(g.ranks()));
+      }
+    }
+    if (!r.timeline().isEmpty()) {
+      section(sb, md, "Timeline");
+      Instant first = parse(r.timeline().get(0).at());
+      for (Report.TimelineEntry t : r.timeline()) {
+        Instant at = parse(t.at());
+        // Offsets read well within an incident; an offline dump analysed days later gets full dates instead.
+        boolean sameDay = at != null && first != null && Duration.between(first, at).toHours() < 24;
+        String when = !sameDay ? t.at()
+            : TIME_OF_DAY.format(at) + String.format(" (+%.3f s)", Duration.between(first, at).toNanos() / 1e9);
+        item(sb, md, when + "  " + t.event());
+      }
+    }
+    section(sb, md, "Recommended action");
+    sb.append(md ? "" : "  ").append(r.recommendation()).append('\n');
+    return sb.toString();
+  }
+
+  private static Instant parse(String iso) {
+    try {
+      return Instant.parse(iso);
+    } catch (DateTimeParseException e) {
+      return null;
+    }
+  }
+
+  private static void section(StringBuilder sb, boolean md, String name) {
+    sb.append(md ? "\n## " + name + "\n\n" : "\n" + name + ":\n");
+  }
+
+  private static void field(StringBuilder sb, boolean md, String name, String value) {
+    sb.append(md ? "- **" + name + "**: " + value + "\n" : String.format("  %-14s %s%n", name, value));
+  }
+
+  private static void item(StringBuilder sb, boolean md, String text) {
+    sb.append(md ? "- " : "  - ").append(text).append('\n');
+  }
+
+  private static String compact(List<Integer> ranks) {
+    return Ranks.compact(ranks);
+  }
+}

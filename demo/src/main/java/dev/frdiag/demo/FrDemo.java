@@ -1,0 +1,234 @@
+package dev.frdiag.demo;
+
+import dev.frdiag.proto.FrdiagVersion;
+import dev.frdiag.testing.incidents.IncidentWatch;
+
+import dev.frdiag.cli.ExitCode;
+import dev.frdiag.collector.recorder.FlightRecorder;
+import dev.frdiag.collector.reporter.ReporterSettings;
+import dev.frdiag.testing.sim.Fault;
+import dev.frdiag.testing.sim.FaultKind;
+import dev.frdiag.testing.sim.RankSimulator;
+import dev.frdiag.testing.sim.Topology;
+import dev.frdiag.daemon.Daemon;
+import dev.frdiag.daemon.DaemonMain;
+import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import dev.frdiag.report.ReportText;
+import dev.frdiag.proto.v1.ReportEnvelope;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code fr-demo}: an embedded daemon, simulated ranks streaming to it over real gRPC on loopback, an injected
+ * hang, and the diagnosis the daemon writes for it.
+ */
+@Command(name = "fr-demo", mixinStandardHelpOptions = true, versionProvider = FrDemo.Version.class,
+    description = {"Starts a daemon on 127.0.0.1 (free port, temporary data dir), runs simulated training ranks "
+        + "that report to it over gRPC, injects a fault and prints the diagnosis the daemon writes.",
+        "Progress goes to stderr, the diagnosis to stdout."},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {"0:a diagnosis was printed", "2:usage error", "5:no diagnosis within --timeout"})
+public final class FrDemo implements Callable<Integer> {
+
+  /** The faults the demo can inject, as spelled on the command line. */
+  enum FaultOption {
+    CPU_STALL("cpu-stall", FaultKind.CPU_STALL),
+    GPU_STALL("gpu-stall", FaultKind.GPU_STALL),
+    FABRIC("fabric", FaultKind.FABRIC),
+    MISMATCH("mismatch", FaultKind.MISMATCH),
+    DEAD_RANK("dead-rank", FaultKind.DEAD_RANK);
+
+    final String spelling;
+    final FaultKind kind;
+
+    FaultOption(String spelling, FaultKind kind) {
+      this.spelling = spelling;
+      this.kind = kind;
+    }
+
+    static FaultOption parse(String s) {
+      for (FaultOption f : values()) {
+        if (f.spelling.equalsIgnoreCase(s) || f.name().equalsIgnoreCase(s)) {
+          return f;
+        }
+      }
+      throw new CommandLine.TypeConversionException("unknown fault '" + s
+          + "': use cpu-stall, gpu-stall, fabric, mismatch or dead-rank");
+    }
+  }
+
+  @Option(names = "--fault", paramLabel = "KIND", converter = FaultConverter.class, defaultValue = "gpu-stall",
+      description = "cpu-stall | gpu-stall | fabric | mismatch | dead-rank (default ${DEFAULT-VALUE}).")
+  FaultOption fault;
+
+  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank (default ${DEFAULT-VALUE}).")
+  int rank;
+
+  @Option(names = "--ranks", defaultValue = "16", description = "Simulated ranks (default ${DEFAULT-VALUE}).")
+  int ranks;
+
+  @Option(names = "--ranks-per-host", defaultValue = "8", description = "Ranks per host (default ${DEFAULT-VALUE}).")
+  int ranksPerHost;
+
+  @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
+  long atStep;
+
+  @Option(names = "--stall-timeout", converter = DaemonMain.DurationConverter.class,
+      description = "No progress for this long opens an incident (default 2s, longer for over 1,024 ranks, "
+          + "since they share 2 cores with the daemon).")
+  Duration stallTimeout;
+
+  @Option(names = "--timeout", defaultValue = "120s", converter = DaemonMain.DurationConverter.class,
+      description = "Give up when no diagnosis arrives within this (default ${DEFAULT-VALUE}).")
+  Duration timeout;
+
+  @Option(names = "--data-dir", description = "Keep reports here (default: a temporary directory, removed at exit).")
+  Path dataDir;
+
+  @Option(names = "--json", description = "Print the frdiag.report/v1 JSON instead of text.")
+  boolean json;
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  public static void main(String[] args) {
+    // The demo narrates on stderr itself; the embedded daemon's own log lines would only interleave with it.
+    if (System.getProperty("frdiag.log.level") == null) {
+      System.setProperty("frdiag.log.level", "ERROR");
+    }
+    System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+  }
+
+  /** Runs the demo with the diagnosis on {@code out} and progress on {@code err}; returns the exit code. */
+  public static int run(String[] args, PrintWriter out, PrintWriter err) {
+    CommandLine cmd = new CommandLine(new FrDemo()).setOut(out).setErr(err);
+    cmd.setParameterExceptionHandler((e, a) -> {
+      err.println("fr-demo: " + e.getMessage());
+      err.println("Try 'fr-demo --help'.");
+      return ExitCode.USAGE;
+    });
+    cmd.setExecutionExceptionHandler((e, c, p) -> {
+      err.println("fr-demo: " + (e instanceof IllegalArgumentException ? "" : e.getClass().getSimpleName() + ": ")
+          + e.getMessage());
+      return e instanceof IllegalArgumentException ? ExitCode.USAGE : ExitCode.FAILURE;
+    });
+    return cmd.execute(args);
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    if (stallTimeout == null) {
+      stallTimeout = Duration.ofSeconds(Math.max(2, ranks / 512));
+    }
+    int tensorParallel = Math.min(4, ranksPerHost);
+    Topology topology = Topology.builder().worldSize(ranks).ranksPerHost(ranksPerHost)
+        .tensorParallel(tensorParallel).pipelineStages(ranks >= 2 * tensorParallel ? 2 : 1).build();
+    topology.checkRank(rank);
+    Fault injected = new Fault(fault.kind, fault.kind == FaultKind.FABRIC ? 0 : rank, atStep);
+    boolean tempDir = dataDir == null;
+    Path dir = tempDir ? Files.createTempDirectory("frdiag-demo-") : dataDir;
+    String job = "demo";
+    long began = System.nanoTime();
+    // Large simulations keep smaller rings so thousands of ranks fit in one JVM.
+    int ring = ranks > 512 ? 256 : FlightRecorder.DEFAULT_CAPACITY;
+    DaemonSettings settings = DaemonSettings.builder().port(0).bindAddress("127.0.0.1").dataDir(dir)
+        // Thousands of simulated ranks share 2 cores with the daemon: heartbeats can lag by seconds.
+        .stallTimeout(stallTimeout).heartbeatTimeout(Duration.ofSeconds(Math.max(10, ranks / 64)))
+        .snapshotDeadline(Duration.ofSeconds(Math.max(3, ranks / 128))).heartbeatInterval(Duration.ofMillis(500))
+        .window(Math.min(ring, 512)).build();
+    try (Daemon daemon = new Daemon(settings).start()) {
+      ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext()
+          .maxInboundMessageSize(64 * 1024 * 1024).build();
+      try {
+        BlockingQueue<ReportEnvelope> reports = IncidentWatch.of(channel, job);
+        err.printf("[demo] daemon listening on 127.0.0.1:%d, reports in %s%n", daemon.port(), dir);
+        err.printf("[demo] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d), stall timeout %s%n", ranks,
+            topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
+            human(stallTimeout));
+        err.printf("[demo] injecting %s%s at step %d%n", fault.spelling,
+            fault.kind == FaultKind.FABRIC ? "" : " on rank " + rank, atStep);
+        err.flush();
+        try (RankSimulator sim = RankSimulator.builder().topology(topology).fault(injected).jobId(job)
+            .channel(channel).recorderCapacity(ring).stepInterval(Duration.ofMillis(ranks > 512 ? 0 : 20))
+            .reporterSettings(ReporterSettings.builder().heartbeatInterval(Duration.ofMillis(ranks > 1024 ? 1000 : 500))
+                .helloTimeout(Duration.ofSeconds(ranks > 512 ? 60 : 5))
+                .maxBatchDelay(Duration.ofMillis(ranks > 1024 ? 500 : ranks > 512 ? 250 : 50)).build())
+            .build()) {
+          long connecting = System.nanoTime();
+          if (!sim.awaitConnected(timeout)) {
+            err.printf("fr-demo: not every simulated rank could connect to the daemon within %s%n", human(timeout));
+            return ExitCode.FAILURE;
+          }
+          err.printf("[demo] %d ranks connected in %.1f s; training%n", ranks, (System.nanoTime() - connecting) / 1e9);
+          err.flush();
+          sim.start();
+          ReportEnvelope envelope = reports.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+          if (envelope == null) {
+            err.printf("fr-demo: no diagnosis within %s (simulated steps completed: %d)%n", human(timeout),
+                sim.stepsCompleted());
+            return ExitCode.FAILURE;
+          }
+          Report report = ReportJson.read(envelope.getReportJson());
+          err.printf("[demo] stall after step %d; report %s written %.1f s after start (stored in %s)%n%n",
+              sim.stepsCompleted(), report.reportId(), (System.nanoTime() - began) / 1e9,
+              daemon.store().pathOf(report));
+          err.flush();
+          out.print(json ? ReportJson.write(report) + "\n" : ReportText.plain(report));
+          out.flush();
+          return ExitCode.NO_HANG;
+        }
+      } finally {
+        channel.shutdownNow();
+      }
+    } finally {
+      if (tempDir) {
+        deleteRecursively(dir);
+      }
+    }
+  }
+
+  private static String human(Duration d) {
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+  }
+
+  private static void deleteRecursively(Path dir) {
+    try (Stream<Path> paths = Files.walk(dir)) {
+      paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException ignored) {
+      // A temporary directory left behind is harmless.
+    }
+  }
+
+  /** picocli converter for {@link FaultOption}. */
+  static final class FaultConverter implements CommandLine.ITypeConverter<FaultOption> {
+    @Override
+    public FaultOption convert(String value) {
+      return FaultOption.parse(value);
+    }
+  }
+
+  /** Prints the version Maven stamped into the build. */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      return new String[] {"fr-demo " + FrdiagVersion.current()};
+    }
+  }
+}

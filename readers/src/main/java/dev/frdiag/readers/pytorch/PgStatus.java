@@ -1,0 +1,65 @@
+package dev.frdiag.readers.pytorch;
+
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Puts PyTorch's per-group status where the wire contract wants it. pg_status counts "the last work" of either
+ * kind in one field, so a group used for sends and recvs reports P2P seqs as if they were collective seqs; which
+ * kind a group's numbers are is told by comparing them with the seqs the group's records show. The more dumps
+ * (ranks) are given, the more groups have records to compare with.
+ */
+public final class PgStatus {
+  private PgStatus() {}
+
+  /** Per group (name + members), the largest collective and P2P seqs any of {@code dumps} recorded. */
+  public static Map<String, long[]> seqRanges(Collection<FlightRecorderDump> dumps) {
+    Map<String, long[]> ranges = new HashMap<>();
+    for (FlightRecorderDump d : dumps) {
+      Map<String, String> keys = keysOf(d);
+      for (CollectiveRecord r : d.records()) {
+        String key = keys.get(r.getProcessGroup());
+        if (key == null) {
+          continue;
+        }
+        long[] range = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
+        if (r.getIsP2P()) {
+          range[1] = Math.max(range[1], r.getP2PSeq());
+        } else {
+          range[0] = Math.max(range[0], r.getCollectiveSeq());
+        }
+      }
+    }
+    return ranges;
+  }
+
+  /** {@code d}'s progress with the groups whose numbers are P2P seqs moved to the P2P fields. */
+  public static List<ProcessGroupProgress> normalized(FlightRecorderDump d, Map<String, long[]> seqRanges) {
+    List<ProcessGroupProgress> progress = new ArrayList<>(d.progress().size());
+    Map<String, String> keys = keysOf(d);
+    for (ProcessGroupProgress p : d.progress()) {
+      String key = keys.get(p.getProcessGroup());
+      long[] range = key == null ? null : seqRanges.get(key);
+      boolean p2p = range != null && range[1] >= 0 && (range[0] < 0
+          || Math.abs(p.getLastEnqueuedSeq() - range[1]) < Math.abs(p.getLastEnqueuedSeq() - range[0]));
+      progress.add(p2p ? p.toBuilder().setLastEnqueuedSeq(-1).setLastStartedSeq(-1).setLastCompletedSeq(-1)
+          .setLastEnqueuedP2PSeq(p.getLastEnqueuedSeq()).setLastCompletedP2PSeq(p.getLastCompletedSeq()).build()
+          : p);
+    }
+    return progress;
+  }
+
+  private static Map<String, String> keysOf(FlightRecorderDump d) {
+    Map<String, String> keys = new HashMap<>();
+    for (ProcessGroup g : d.processGroups()) {
+      keys.putIfAbsent(g.getName(), g.getName() + g.getRanksList());
+    }
+    return keys;
+  }
+}

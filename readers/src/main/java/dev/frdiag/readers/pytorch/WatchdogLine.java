@@ -1,0 +1,43 @@
+package dev.frdiag.readers.pytorch;
+
+/**
+ * One PyTorch ProcessGroupNCCL watchdog line that says something about a hang.
+ *
+ * @param kind what the line reports
+ * @param globalRank the {@code [rankN]} glog prefix (global rank); -1 when the line has none
+ * @param groupRank the rank inside the process group ({@code [Rank N]}, {@code [PG … Rank N]}); -1 when absent
+ * @param pgId the process group id ({@code PG ID x} / {@code PG x}); empty when absent
+ * @param pgDesc the process group description ({@code (default_pg)}); empty when absent
+ * @param seq the work sequence number concerned ({@code SeqNum=}, {@code at work sequence id:}); -1 when absent
+ * @param opType {@code OpType=} as printed ("ALLREDUCE"); empty when absent
+ * @param numelIn {@code NumelIn=}; -1 when absent
+ * @param numelOut {@code NumelOut=}; -1 when absent
+ * @param timeoutMs {@code Timeout(ms)=}; -1 when absent
+ * @param lastEnqueued the rank's last enqueued work seq for the group; -1 when absent
+ * @param lastCompleted the rank's last completed work seq for the group; -1 when absent
+ * @param fromRank for a dump signal from another rank: that rank; -1 otherwise
+ * @param stuckSeconds for a stuck watchdog: how long; -1 otherwise
+ * @param source file name and line number, e.g. "train.log:812"
+ * @param text the line as read (without trailing newline)
+ */
+public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgId, String pgDesc, long seq,
+    String opType, long numelIn, long numelOut, long timeoutMs, long lastEnqueued, long lastCompleted,
+    int fromRank, long stuckSeconds, String source, String text) {
+
+  /** What a watchdog line reports. */
+  public enum Kind {
+    /** "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…)". */
+    TIMEOUT,
+    /** The per-group status: stuck seq, last enqueued, last completed. */
+    PG_STATUS,
+    /** "Received a dump signal …": the rank was told (or decided) to dump its flight recorder. */
+    DUMP_SIGNAL,
+    /** "watchdog got stuck for N seconds": the watchdog thread itself is blocked. */
+    WATCHDOG_STUCK
+  }
+
+  /** The rank this line is about: the global rank when printed, else the group rank. */
+  public int rank() {
+    return globalRank >= 0 ? globalRank : groupRank;
+  }
+}

@@ -1,0 +1,128 @@
+package dev.frdiag.readers.pytorch;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Reads PyTorch ProcessGroupNCCL watchdog lines from training logs, in every prefix form PyTorch has printed:
+ * global {@code [rankN]:} glog prefixes, group {@code [Rank N]}, {@code [PG x Rank r]},
+ * {@code [PG x (desc) Rank r]} and {@code [PG ID x PG GUID y(desc) Rank r]}, with any leading noise (log-viewer
+ * line numbers, launcher tags). Other lines are skipped; the reader never fails on content it does not know.
+ */
+public final class WatchdogLogReader {
+  /** Lines longer than this are cut before matching: a glued progress bar must not cost a regex pass per MB. */
+  static final int MAX_LINE = 8192;
+
+  private static final Pattern GLOBAL_RANK = Pattern.compile("\\[rank(\\d+)\\]:");
+  private static final Pattern GROUP = Pattern.compile(
+      "\\[(?:PG ID (\\d+) PG GUID [^\\s(\\]]+(?:\\(([^)]*)\\))?|PG (\\d+)(?: \\(([^)]*)\\))?) Rank (\\d+)\\]");
+  private static final Pattern PLAIN_GROUP_RANK = Pattern.compile("\\[Rank (\\d+)\\]");
+  private static final Pattern WORK = Pattern.compile("WorkNCCL\\(SeqNum=(\\d+), OpType=(\\w+)"
+      + "(?:, NumelIn=(\\d+), NumelOut=(\\d+))?(?:, Timeout\\(ms\\)=(\\d+))?");
+  private static final Pattern STATUS_NEW = Pattern.compile("failure detected by watchdog at work sequence id: "
+      + "(\\d+) PG status: last enqueued work: (-?\\d+), last completed work: (-?\\d+)");
+  private static final Pattern STATUS_OLD = Pattern.compile("(?:detected by watchdog at work|Timeout at NCCL work)"
+      + ": (\\d+), last enqueued NCCL work: (-?\\d+), last completed NCCL work: (-?\\d+)");
+  private static final Pattern DUMP = Pattern.compile("Received a dump signal (?:due to a collective timeout )?"
+      + "from (this local rank|\\s*rank (\\d+))");
+  private static final Pattern DUMP_PROGRESS = Pattern.compile(
+      "Last enqueued NCCL work: (-?\\d+), last completed NCCL work: (-?\\d+)");
+  private static final Pattern STUCK = Pattern.compile("watchdog got stuck for (\\d+) seconds");
+
+  private WatchdogLogReader() {}
+
+  /**
+   * Every watchdog line of a log file, in file order. Undecodable bytes are replaced, not fatal.
+   *
+   * @throws IOException when the file cannot be read
+   */
+  public static List<WatchdogLine> read(Path file) throws IOException {
+    var decoder = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPLACE)
+        .onUnmappableCharacter(CodingErrorAction.REPLACE);
+    try (Reader in = new java.io.InputStreamReader(Files.newInputStream(file), decoder)) {
+      return read(in, file.getFileName().toString());
+    }
+  }
+
+  /** Every watchdog line read from {@code in}; {@code name} labels sources ("name:line"). */
+  public static List<WatchdogLine> read(Reader in, String name) throws IOException {
+    List<WatchdogLine> out = new ArrayList<>();
+    BufferedReader lines = new BufferedReader(in);
+    String line;
+    int number = 0;
+    while ((line = lines.readLine()) != null) {
+      number++;
+      WatchdogLine parsed = parse(line.length() > MAX_LINE ? line.substring(0, MAX_LINE) : line,
+          name + ":" + number);
+      if (parsed != null) {
+        out.add(parsed);
+      }
+    }
+    return out;
+  }
+
+  /** The watchdog line {@code text} is, or null when it is not one. */
+  public static WatchdogLine parse(String text, String source) {
+    // Cheap rejections first: most lines of a training log are not from the watchdog.
+    boolean work = text.contains("WorkNCCL(");
+    boolean status = text.contains("watchdog at work") || text.contains("Timeout at NCCL work");
+    boolean dump = text.contains("Received a dump signal");
+    boolean stuck = text.contains("watchdog got stuck");
+    if (!work && !status && !dump && !stuck) {
+      return null;
+    }
+    int globalRank = intGroup(GLOBAL_RANK.matcher(text), 1);
+    int groupRank = -1;
+    String pgId = "";
+    String pgDesc = "";
+    Matcher g = GROUP.matcher(text);
+    if (g.find()) {
+      pgId = g.group(1) != null ? g.group(1) : g.group(3);
+      pgDesc = g.group(2) != null ? g.group(2) : g.group(4) != null ? g.group(4) : "";
+      groupRank = Integer.parseInt(g.group(5));
+    } else {
+      groupRank = intGroup(PLAIN_GROUP_RANK.matcher(text), 1);
+    }
+    Matcher m;
+    if (status && ((m = STATUS_NEW.matcher(text)).find() || (m = STATUS_OLD.matcher(text)).find())) {
+      return new WatchdogLine(WatchdogLine.Kind.PG_STATUS, globalRank, groupRank, pgId, pgDesc,
+          Long.parseLong(m.group(1)), "", -1, -1, -1, Long.parseLong(m.group(2)), Long.parseLong(m.group(3)), -1,
+          -1, source, text);
+    }
+    if (work && text.contains("Watchdog caught collective operation timeout") && (m = WORK.matcher(text)).find()) {
+      return new WatchdogLine(WatchdogLine.Kind.TIMEOUT, globalRank, groupRank, pgId, pgDesc,
+          Long.parseLong(m.group(1)), m.group(2), longOr(m.group(3)), longOr(m.group(4)), longOr(m.group(5)), -1,
+          -1, -1, -1, source, text);
+    }
+    if (dump && (m = DUMP.matcher(text)).find()) {
+      int from = m.group(2) == null ? -1 : Integer.parseInt(m.group(2));
+      Matcher p = DUMP_PROGRESS.matcher(text);
+      boolean progress = p.find();
+      return new WatchdogLine(WatchdogLine.Kind.DUMP_SIGNAL, globalRank, groupRank, pgId, pgDesc, -1, "", -1, -1,
+          -1, progress ? Long.parseLong(p.group(1)) : -1, progress ? Long.parseLong(p.group(2)) : -1, from, -1,
+          source, text);
+    }
+    if (stuck && (m = STUCK.matcher(text)).find()) {
+      return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgId, pgDesc, -1, "", -1,
+          -1, -1, -1, -1, -1, Long.parseLong(m.group(1)), source, text);
+    }
+    return null;
+  }
+
+  private static int intGroup(Matcher m, int group) {
+    return m.find() ? Integer.parseInt(m.group(group)) : -1;
+  }
+
+  private static long longOr(String s) {
+    return s == null ? -1 : Long.parseLong(s);
+  }
+}

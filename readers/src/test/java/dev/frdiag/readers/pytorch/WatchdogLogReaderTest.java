@@ -1,0 +1,83 @@
+package dev.frdiag.readers.pytorch;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.StringReader;
+import java.net.URISyntaxException;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class WatchdogLogReaderTest {
+
+  private static Path sample(String name) throws URISyntaxException {
+    return Path.of(WatchdogLogReaderTest.class.getResource("/watchdog_logs/" + name).toURI());
+  }
+
+  @Test
+  void readsTimeoutsAndGroupStatusFromARealLogWithViewerLineNumbers() throws Exception {
+    List<WatchdogLine> lines = WatchdogLogReader.read(sample("llamafactory7396-watchdog-allreduce.log"));
+    WatchdogLine timeout = lines.stream().filter(l -> l.kind() == WatchdogLine.Kind.TIMEOUT).findFirst()
+        .orElseThrow();
+    assertThat(timeout.globalRank()).isZero();
+    assertThat(timeout.groupRank()).isZero();
+    assertThat(timeout.seq()).isEqualTo(1580);
+    assertThat(timeout.opType()).isEqualTo("ALLREDUCE");
+    assertThat(timeout.numelIn()).isEqualTo(466119168);
+    assertThat(timeout.timeoutMs()).isEqualTo(600000);
+    assertThat(timeout.source()).isEqualTo("llamafactory7396-watchdog-allreduce.log:3");
+
+    List<WatchdogLine> status = lines.stream().filter(l -> l.kind() == WatchdogLine.Kind.PG_STATUS).toList();
+    assertThat(status).isNotEmpty().allSatisfy(s -> {
+      assertThat(s.seq()).isEqualTo(1580);
+      assertThat(s.lastEnqueued()).isGreaterThanOrEqualTo(1580);
+      assertThat(s.lastCompleted()).isEqualTo(1579);
+      assertThat(s.pgId()).isEqualTo("1");
+    });
+    assertThat(status).extracting(WatchdogLine::rank).contains(0, 3);
+  }
+
+  @Test
+  void readsTheNewerStatusFormWithPgGuidAndDescription() throws Exception {
+    List<WatchdogLine> lines = WatchdogLogReader.read(sample("clmvsnet14-syncbn-enqueued-ahead.log"));
+    WatchdogLine status = lines.stream().filter(l -> l.kind() == WatchdogLine.Kind.PG_STATUS).findFirst()
+        .orElseThrow();
+    assertThat(status.rank()).isZero();
+    assertThat(status.pgId()).isEqualTo("0");
+    assertThat(status.pgDesc()).isEqualTo("default_pg");
+    assertThat(status.seq()).isEqualTo(716);
+    assertThat(status.lastEnqueued()).isEqualTo(747);
+    assertThat(status.lastCompleted()).isEqualTo(715);
+    WatchdogLine dump = lines.stream().filter(l -> l.kind() == WatchdogLine.Kind.DUMP_SIGNAL).findFirst()
+        .orElseThrow();
+    assertThat(dump.fromRank()).isEqualTo(-1);
+    assertThat(dump.lastEnqueued()).isEqualTo(747);
+  }
+
+  @Test
+  void readsOlderPrefixFormsDumpSignalsFromOtherRanksAndStuckWatchdogs() throws Exception {
+    String log = String.join("\n",
+        "[E ProcessGroupNCCL.cpp:458] [Rank 2] Watchdog caught collective operation timeout: "
+            + "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800441 milliseconds before timing out.",
+        "[rank5]:[E ProcessGroupNCCL.cpp:577] [PG 3 (TENSOR_MODEL_PARALLEL_GROUP) Rank 1] Timeout at NCCL work: 42, "
+            + "last enqueued NCCL work: 41, last completed NCCL work: 40.",
+        "[rank7]:[E1213 17:24:49.328237228 ProcessGroupNCCL.cpp:1858] [PG ID 0 PG GUID 0(default_pg) Rank 7] "
+            + "Received a dump signal due to a collective timeout from  rank 3 and we will try our best to dump "
+            + "the debug info. Last enqueued NCCL work: 12, last completed NCCL work: 11.",
+        "[rank1]:[E ProcessGroupNCCL.cpp:1400] [PG ID 0 PG GUID 0(default_pg) Rank 1] ProcessGroupNCCL's watchdog "
+            + "got stuck for 480 seconds without making progress in monitoring enqueued collectives.",
+        "epoch 3 loss 0.25 — nothing to see here");
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader(log), "train.log");
+    assertThat(lines).extracting(WatchdogLine::kind).containsExactly(WatchdogLine.Kind.TIMEOUT,
+        WatchdogLine.Kind.PG_STATUS, WatchdogLine.Kind.DUMP_SIGNAL, WatchdogLine.Kind.WATCHDOG_STUCK);
+    assertThat(lines.get(0).rank()).isEqualTo(2);
+    assertThat(lines.get(0).numelIn()).isEqualTo(-1);
+    assertThat(lines.get(1).globalRank()).isEqualTo(5);
+    assertThat(lines.get(1).groupRank()).isEqualTo(1);
+    assertThat(lines.get(1).pgDesc()).isEqualTo("TENSOR_MODEL_PARALLEL_GROUP");
+    assertThat(lines.get(1).lastEnqueued()).isEqualTo(41);
+    assertThat(lines.get(2).fromRank()).isEqualTo(3);
+    assertThat(lines.get(3).stuckSeconds()).isEqualTo(480);
+    assertThat(lines.get(3).source()).isEqualTo("train.log:4");
+  }
+}

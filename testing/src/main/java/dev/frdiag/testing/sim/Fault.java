@@ -1,0 +1,80 @@
+package dev.frdiag.testing.sim;
+
+import java.util.Objects;
+
+/**
+ * One injected hang: what goes wrong, on which rank, at which training step (0-based).
+ *
+ * <p>When the fault triggers at step {@code F}:
+ *
+ * <ul>
+ *   <li>{@link FaultKind#CPU_STALL}: {@code rank} issues nothing of step F or later; its recorder keeps what it
+ *       issued before.
+ *   <li>{@link FaultKind#GPU_STALL}: {@code rank} issues every op of step F, but its device starts none of them
+ *       (they stay SCHEDULED).
+ *   <li>{@link FaultKind#FABRIC}: every rank issues and starts the world all_reduce of step F and none
+ *       completes it; {@code rank} is ignored.
+ *   <li>{@link FaultKind#MISMATCH}: {@code rank} issues the data-parallel all_reduce of step F with its first
+ *       dimension halved; nobody in that data-parallel group completes it.
+ *   <li>{@link FaultKind#DEAD_RANK}: {@code rank}'s process dies at the start of step F: its reporter is killed
+ *       (no Goodbye) and it issues nothing more.
+ * </ul>
+ *
+ * <p>Everything queued behind a stuck op stays SCHEDULED, and since every rank waits for its own step to finish
+ * before issuing the next one (like {@code loss.item()}), the whole job stops within the step.
+ *
+ * @param kind what goes wrong
+ * @param rank the faulty rank (0 for {@link FaultKind#NONE} and {@link FaultKind#FABRIC})
+ * @param atStep the 0-based training step at which it goes wrong
+ */
+public record Fault(FaultKind kind, int rank, long atStep) {
+  private static final Fault NONE = new Fault(FaultKind.NONE, 0, 0);
+
+  /**
+   * @throws IllegalArgumentException if {@code rank} or {@code atStep} is negative
+   */
+  public Fault {
+    Objects.requireNonNull(kind, "kind");
+    if (rank < 0) {
+      throw new IllegalArgumentException("fault rank must not be negative, got " + rank);
+    }
+    if (atStep < 0) {
+      throw new IllegalArgumentException("fault step must not be negative, got " + atStep);
+    }
+  }
+
+  /** No fault. */
+  public static Fault none() {
+    return NONE;
+  }
+
+  /** {@code rank}'s CPU stops issuing at {@code atStep}. */
+  public static Fault cpuStall(int rank, long atStep) {
+    return new Fault(FaultKind.CPU_STALL, rank, atStep);
+  }
+
+  /** {@code rank}'s device starts nothing from {@code atStep} on. */
+  public static Fault gpuStall(int rank, long atStep) {
+    return new Fault(FaultKind.GPU_STALL, rank, atStep);
+  }
+
+  /** A fabric failure under the world all_reduce of {@code atStep}; no single rank is at fault. */
+  public static Fault fabric(long atStep) {
+    return new Fault(FaultKind.FABRIC, 0, atStep);
+  }
+
+  /** {@code rank} issues the data-parallel all_reduce of {@code atStep} with a different size. */
+  public static Fault mismatch(int rank, long atStep) {
+    return new Fault(FaultKind.MISMATCH, rank, atStep);
+  }
+
+  /** {@code rank}'s process dies at the start of {@code atStep}. */
+  public static Fault deadRank(int rank, long atStep) {
+    return new Fault(FaultKind.DEAD_RANK, rank, atStep);
+  }
+
+  /** True when this fault concerns {@code rank} at {@code step} (FABRIC concerns no single rank). */
+  boolean hits(FaultKind k, int r, long step) {
+    return kind == k && rank == r && atStep == step;
+  }
+}

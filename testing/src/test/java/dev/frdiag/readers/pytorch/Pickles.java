@@ -1,0 +1,84 @@
+package dev.frdiag.readers.pytorch;
+
+import dev.frdiag.testing.dumps.PickleWriter;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.List;
+import java.util.Map;
+
+/** Value trees to and from pickle bytes, for building malformed dumps in tests. */
+final class Pickles {
+  private Pickles() {}
+
+  /** Encodes maps, lists, 2-tuples ({@code Object[]}), strings, ints, floats, bools and null. */
+  static byte[] encode(Object value) {
+    PickleWriter w = new PickleWriter();
+    write(w, value);
+    return w.finish();
+  }
+
+  static Object decode(byte[] pickle) {
+    try {
+      return SafeUnpickler.decode(pickle, PickleScanner.scan(pickle, pickle.length));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static void write(PickleWriter w, Object v) {
+    if (v instanceof Map<?, ?> m) {
+      w.beginDict();
+      for (Map.Entry<?, ?> e : m.entrySet()) {
+        write(w, e.getKey());
+        write(w, e.getValue());
+      }
+      w.endDict();
+    } else if (v instanceof List<?> l) {
+      w.beginList();
+      l.forEach(item -> write(w, item));
+      w.endList();
+    } else if (v instanceof Object[] t && t.length == 2) {
+      write(w, t[0]);
+      write(w, t[1]);
+      w.tuple2();
+    } else if (v instanceof String s) {
+      w.string(s);
+    } else if (v instanceof Integer || v instanceof Long) {
+      w.integer(((Number) v).longValue());
+    } else if (v instanceof Double d) {
+      w.floating(d);
+    } else if (v instanceof Boolean b) {
+      w.bool(b);
+    } else if (v == null) {
+      w.none();
+    } else {
+      throw new IllegalArgumentException("cannot pickle " + v.getClass());
+    }
+  }
+
+  /**
+   * Where each opcode of a well-formed pickle in PyTorch's layout starts (the opcodes PyTorch and
+   * {@link PickleWriter} use: every argument is fixed-size or has its length in front).
+   */
+  static List<Integer> opcodeOffsets(byte[] pickle) {
+    List<Integer> offsets = new java.util.ArrayList<>();
+    int pos = 0;
+    while (pos < pickle.length) {
+      offsets.add(pos);
+      int op = pickle[pos++] & 0xff;
+      switch (op) {
+        case PickleScanner.PROTO, PickleScanner.BINPUT, PickleScanner.BINGET, PickleScanner.BININT1 -> pos += 1;
+        case PickleScanner.BININT2 -> pos += 2;
+        case PickleScanner.BININT, PickleScanner.LONG_BINPUT, PickleScanner.LONG_BINGET -> pos += 4;
+        case PickleScanner.BINFLOAT -> pos += 8;
+        case PickleScanner.LONG1 -> pos += 1 + (pickle[pos] & 0xff);
+        case PickleScanner.BINUNICODE -> pos += 4 + ((pickle[pos] & 0xff) | (pickle[pos + 1] & 0xff) << 8
+            | (pickle[pos + 2] & 0xff) << 16 | (pickle[pos + 3] & 0xff) << 24);
+        case PickleScanner.STOP -> pos = pickle.length;
+        default -> { }
+      }
+    }
+    return offsets;
+  }
+}
