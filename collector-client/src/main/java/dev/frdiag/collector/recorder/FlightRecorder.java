@@ -38,6 +38,8 @@ public final class FlightRecorder {
   private final List<TensorList> tensorLists = new CopyOnWriteArrayList<>();
   private final Interner<List<Frame>> stacks = new Interner<>();
   private final Interner<String> threadNames = new Interner<>();
+  // Copy-on-write: the training thread reads it lock-free on every op; registration, which must check for a
+  // duplicate name and add atomically, locks the list itself.
   private final List<ProcessGroupHandle> groups = new CopyOnWriteArrayList<>();
   private final ThreadLocal<int[]> threadId = ThreadLocal.withInitial(() -> new int[] {-1});
   private final OpName coalescedMarker;

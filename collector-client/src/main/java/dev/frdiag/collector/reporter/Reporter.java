@@ -1,5 +1,6 @@
 package dev.frdiag.collector.reporter;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.ring.RecordRing;
 import dev.frdiag.collector.ring.RecordView;
@@ -60,19 +61,29 @@ public final class Reporter implements AutoCloseable {
   private final AtomicLong droppedEvents = new AtomicLong();
   private final RecordView view = new RecordView();
 
-  // Shipping state, guarded by lock (touched only from tick and close).
+  // Shipping state: touched only from tick and close, under lock.
+  @GuardedBy("lock")
   private long newCursor;
   // Every record below this id was shipped on some stream or counted as dropped. Kept apart from newCursor,
   // which rewinds on every connect attempt: a record shipped to an earlier daemon and overwritten during an
   // outage was not lost by the rank, so it must not be counted again.
+  @GuardedBy("lock")
   private long accountedUpTo;
+  @GuardedBy("lock")
   private long[] open = new long[16];
+  @GuardedBy("lock")
   private int openCount;
+  @GuardedBy("lock")
   private long droppedRecords;
+  @GuardedBy("lock")
   private long lastHeartbeatNanos;
+  @GuardedBy("lock")
   private int announcedGroups;
+  @GuardedBy("lock")
   private final BitSet shippedStacks = new BitSet();
+  @GuardedBy("lock")
   private boolean closed;
+  @GuardedBy("lock")
   private boolean killed;
 
   private final ScheduledFuture<?> ticker;
