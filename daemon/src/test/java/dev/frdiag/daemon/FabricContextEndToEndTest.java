@@ -1,4 +1,4 @@
-package dev.frdiag.cli;
+package dev.frdiag.daemon;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,8 +11,6 @@ import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.testing.sim.Fault;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
-import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.proto.v1.CollectorGrpc;
