@@ -1,6 +1,6 @@
 package dev.frdiag.cli;
 
-import dev.frdiag.proto.FrdiagVersion;
+import dev.frdiag.command.VersionProvider;
 import dev.frdiag.cli.analyze.AnalyzeCommand;
 import dev.frdiag.analysis.Ranks;
 import dev.frdiag.report.Report;
@@ -27,7 +27,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /** {@code fr-diagnose}: asks the daemon which rank diverged, on which collective, and why. */
-@Command(name = "fr-diagnose", mixinStandardHelpOptions = true, versionProvider = FrDiagnose.Version.class,
+@Command(name = "fr-diagnose", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     description = {"Prints the hang diagnosis of a job: the culprit rank(s), the collective, the symptom and the "
         + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
         + "none is stored."},
@@ -231,14 +231,6 @@ public final class FrDiagnose implements Callable<Integer> {
     public Integer call() {
       return withStub(parent.daemon, parent.timeoutSeconds,
           stub -> parent.print(stub.getReport(GetReportRequest.newBuilder().setReportId(reportId).build())));
-    }
-  }
-
-  /** Prints the version Maven stamped into the build. */
-  static final class Version implements CommandLine.IVersionProvider {
-    @Override
-    public String[] getVersion() {
-      return new String[] {"fr-diagnose " + FrdiagVersion.current()};
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.frdiag.daemon;
 
-import dev.frdiag.proto.FrdiagVersion;
+import dev.frdiag.command.DurationConverter;
+import dev.frdiag.command.VersionProvider;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -10,7 +11,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code fr-daemon}: runs the daemon until SIGTERM/SIGINT. */
-@Command(name = "fr-daemon", mixinStandardHelpOptions = true, versionProvider = DaemonMain.Version.class,
+@Command(name = "fr-daemon", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     description = "Runs the frdiag daemon: collects flight-recorder data from ranks, detects hangs, writes reports.",
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:stopped cleanly", "2:usage error", "3:could not start (port in use, data dir not writable)"})
@@ -77,43 +78,5 @@ public final class DaemonMain implements Callable<Integer> {
         + dataDir.toAbsolutePath() + " (Ctrl-C or SIGTERM to stop)");
     stopped.await();
     return 0;
-  }
-
-  /** Parses "30s", "500ms", "2m", "1h" or ISO-8601 ("PT30S"). */
-  public static final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
-    @Override
-    public Duration convert(String value) {
-      return parseDuration(value);
-    }
-  }
-
-  /** Parses "30s", "500ms", "2m", "1h" or ISO-8601 ("PT30S"). */
-  public static Duration parseDuration(String value) {
-    String v = value.trim().toLowerCase();
-    try {
-      if (v.startsWith("pt")) {
-        return Duration.parse(v.toUpperCase());
-      }
-      if (v.endsWith("ms")) {
-        return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
-      }
-      long n = Long.parseLong(v.substring(0, v.length() - 1));
-      return switch (v.charAt(v.length() - 1)) {
-        case 's' -> Duration.ofSeconds(n);
-        case 'm' -> Duration.ofMinutes(n);
-        case 'h' -> Duration.ofHours(n);
-        default -> throw new IllegalArgumentException();
-      };
-    } catch (RuntimeException e) {
-      throw new CommandLine.TypeConversionException("'" + value + "' is not a duration: use e.g. 500ms, 30s, 2m");
-    }
-  }
-
-  /** Prints the version Maven stamped into the build. */
-  static final class Version implements CommandLine.IVersionProvider {
-    @Override
-    public String[] getVersion() {
-      return new String[] {"fr-daemon " + FrdiagVersion.current()};
-    }
   }
 }

@@ -1,6 +1,7 @@
 package dev.frdiag.demo;
 
-import dev.frdiag.proto.FrdiagVersion;
+import dev.frdiag.command.DurationConverter;
+import dev.frdiag.command.VersionProvider;
 import dev.frdiag.testing.incidents.IncidentWatch;
 
 import dev.frdiag.cli.ExitCode;
@@ -11,7 +12,6 @@ import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonMain;
 import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
@@ -37,7 +37,7 @@ import picocli.CommandLine.Option;
  * {@code fr-demo}: an embedded daemon, simulated ranks streaming to it over real gRPC on loopback, an injected
  * hang, and the diagnosis the daemon writes for it.
  */
-@Command(name = "fr-demo", mixinStandardHelpOptions = true, versionProvider = FrDemo.Version.class,
+@Command(name = "fr-demo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     description = {"Starts a daemon on 127.0.0.1 (free port, temporary data dir), runs simulated training ranks "
         + "that report to it over gRPC, injects a fault and prints the diagnosis the daemon writes.",
         "Progress goes to stderr, the diagnosis to stdout."},
@@ -88,12 +88,12 @@ public final class FrDemo implements Callable<Integer> {
   @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
   long atStep;
 
-  @Option(names = "--stall-timeout", converter = DaemonMain.DurationConverter.class,
+  @Option(names = "--stall-timeout", converter = DurationConverter.class,
       description = "No progress for this long opens an incident (default 2s, longer for over 1,024 ranks, "
           + "since they share 2 cores with the daemon).")
   Duration stallTimeout;
 
-  @Option(names = "--timeout", defaultValue = "120s", converter = DaemonMain.DurationConverter.class,
+  @Option(names = "--timeout", defaultValue = "120s", converter = DurationConverter.class,
       description = "Give up when no diagnosis arrives within this (default ${DEFAULT-VALUE}).")
   Duration timeout;
 
@@ -221,14 +221,6 @@ public final class FrDemo implements Callable<Integer> {
     @Override
     public FaultOption convert(String value) {
       return FaultOption.parse(value);
-    }
-  }
-
-  /** Prints the version Maven stamped into the build. */
-  static final class Version implements CommandLine.IVersionProvider {
-    @Override
-    public String[] getVersion() {
-      return new String[] {"fr-demo " + FrdiagVersion.current()};
     }
   }
 }

@@ -1,0 +1,16 @@
+package dev.frdiag.command;
+
+import dev.frdiag.proto.FrdiagVersion;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** Answers {@code --version} with the command's name and the version the build stamped, e.g. "fr-daemon 0.1.0". */
+public final class VersionProvider implements CommandLine.IVersionProvider {
+  @CommandLine.Spec
+  CommandSpec spec;
+
+  @Override
+  public String[] getVersion() {
+    return new String[] {spec.qualifiedName() + " " + FrdiagVersion.current()};
+  }
+}
