@@ -54,6 +54,8 @@ public final class Reporter implements AutoCloseable {
   private final ReporterSettings settings;
   private final ScheduledExecutorService executor;
   private final boolean ownsExecutor;
+  // The wall clock the daemon reads timestamps (sent_at) by; heartbeat intervals and flush deadlines are spans,
+  // measured on System.nanoTime, which a wall-clock step cannot stretch or cut.
   private final LongSupplier clockNanos;
   private final Object lock = new Object();
   private final Queue<DumpRequest> dumpRequests = new ConcurrentLinkedQueue<>();
