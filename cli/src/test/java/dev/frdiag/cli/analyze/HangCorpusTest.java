@@ -1,0 +1,175 @@
+package dev.frdiag.cli.analyze;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Runs {@code fr-diagnose analyze} on every excerpt of the real-world hang corpus ({@code corpus/}, real logs from
+ * public issue threads, each labelled with what its thread established) and scores the reports: verdict,
+ * symptom, and culprits where the thread names them. The table goes to stdout and to
+ * {@code target/corpus-accuracy.md}; the test fails when fewer cases than {@link #FLOOR} come out right, so the
+ * score can only go up.
+ */
+class HangCorpusTest {
+  /** Cases whose verdict, symptom and established culprits all come out right today; raise it as rules improve. */
+  static final int FLOOR = 9;
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  @TempDir
+  Path dir;
+
+  /** One corpus case and what its thread established. */
+  record Case(String id, String kind, String verdict, String symptom, List<Integer> ranks, List<String> hosts,
+      String excerpt) {}
+
+  /** What the report said, and whether each part matches. */
+  record Outcome(Case c, String verdict, String symptom, List<Integer> ranks, List<String> hosts) {
+    boolean verdictRight() {
+      return verdict.equals(c.verdict());
+    }
+
+    boolean symptomRight() {
+      return symptom.equals(c.symptom());
+    }
+
+    /** Culprits count only where the thread established them. */
+    boolean culpritsRight() {
+      return (c.ranks().isEmpty() || new TreeSet<>(c.ranks()).equals(new TreeSet<>(ranks)))
+          && (c.hosts().isEmpty() || new TreeSet<>(c.hosts()).equals(new TreeSet<>(hosts)));
+    }
+
+    boolean right() {
+      return verdictRight() && symptomRight() && culpritsRight();
+    }
+  }
+
+  @Test
+  void scoresTheDiagnosisOfEveryRealHangInTheCorpus() throws IOException {
+    List<Case> cases = corpus();
+    assertThat(cases).hasSizeGreaterThanOrEqualTo(40);
+    List<Outcome> outcomes = new ArrayList<>();
+    for (Case c : cases) {
+      Path log = dir.resolve(c.id() + ".log");
+      Files.writeString(log, c.excerpt());
+      Analyze.Result r = Analyze.run("analyze", "-q", "--json", log.toString());
+      assertThat(r.code()).as(c.id() + ": " + r.err()).isNotIn(2, 5);
+      JsonNode report = JSON.readTree(r.out());
+      if (!report.has("verdict")) {
+        // No report at all is scored as a wrong answer, with what analyze said instead.
+        String said = r.err().lines().findFirst().orElse("");
+        outcomes.add(new Outcome(c, "no report (exit " + r.code() + ": " + said + ")", "", List.of(), List.of()));
+        continue;
+      }
+      outcomes.add(new Outcome(c, report.get("verdict").asText(), report.get("symptom").asText(),
+          ints(report.get("culprit_ranks")), strings(report.get("culprit_hosts"))));
+    }
+    String table = table(outcomes);
+    System.out.println(table);
+    Files.createDirectories(Path.of("target"));
+    Files.writeString(Path.of("target", "corpus-accuracy.md"), table);
+    long right = outcomes.stream().filter(Outcome::right).count();
+    assertThat(right).as(table).isGreaterThanOrEqualTo(FLOOR);
+  }
+
+  static String table(List<Outcome> outcomes) {
+    Map<String, List<Outcome>> byClass = outcomes.stream()
+        .collect(Collectors.groupingBy(o -> o.c().kind(), TreeMap::new, Collectors.toList()));
+    StringBuilder sb = new StringBuilder("| class | cases | verdict | symptom | culprits | all right |\n"
+        + "|---|---|---|---|---|---|\n");
+    byClass.forEach((k, list) -> sb.append(row(k, list)));
+    sb.append(row("**all**", outcomes)).append('\n');
+    for (Outcome o : outcomes) {
+      if (!o.right()) {
+        sb.append("- ").append(o.c().id()).append(": expected ").append(o.c().verdict()).append(' ')
+            .append(o.c().symptom()).append(o.c().ranks().isEmpty() ? "" : " " + o.c().ranks())
+            .append(", got ").append(o.verdict()).append(' ').append(o.symptom())
+            .append(o.ranks().isEmpty() ? "" : " " + o.ranks()).append('\n');
+      }
+    }
+    return sb.toString();
+  }
+
+  private static String row(String name, List<Outcome> list) {
+    long v = list.stream().filter(Outcome::verdictRight).count();
+    long s = list.stream().filter(Outcome::symptomRight).count();
+    long withCulprits = list.stream().filter(o -> !o.c().ranks().isEmpty() || !o.c().hosts().isEmpty()).count();
+    long c = list.stream().filter(o -> !o.c().ranks().isEmpty() || !o.c().hosts().isEmpty())
+        .filter(Outcome::culpritsRight).count();
+    long all = list.stream().filter(Outcome::right).count();
+    return "| " + name + " | " + list.size() + " | " + v + " | " + s + " | " + c + "/" + withCulprits + " | " + all
+        + " (" + Math.round(100.0 * all / list.size()) + " %) |\n";
+  }
+
+  /** Every {@code corpus/<class>/<id>.log}, its header read up to the first {@code # ---} line. */
+  static List<Case> corpus() {
+    try (Stream<Path> files = Files.walk(Path.of(HangCorpusTest.class.getResource("/corpus").toURI()))) {
+      List<Case> cases = new ArrayList<>();
+      for (Path f : files.filter(p -> p.toString().endsWith(".log")).sorted().toList()) {
+        cases.add(read(f));
+      }
+      return cases;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static Case read(Path f) throws IOException {
+    String text = Files.readString(f);
+    int end = text.indexOf("\n# ---\n");
+    if (end < 0) {
+      throw new IllegalStateException(f + ": no '# ---' line ends the header");
+    }
+    Map<String, String> header = new TreeMap<>();
+    for (String line : text.substring(0, end).split("\n")) {
+      int colon = line.indexOf(':');
+      if (line.startsWith("# ") && colon > 0) {
+        header.put(line.substring(2, colon).trim(), line.substring(colon + 1).trim());
+      }
+    }
+    String id = f.getFileName().toString().replaceFirst("\\.log$", "");
+    for (String key : List.of("class", "expect.verdict", "expect.symptom")) {
+      if (!header.containsKey(key)) {
+        throw new IllegalStateException(f + ": header has no '" + key + "'");
+      }
+    }
+    return new Case(id, header.get("class"), header.get("expect.verdict"), header.get("expect.symptom"),
+        split(header.getOrDefault("expect.culprit_ranks", "")).stream().map(Integer::valueOf).toList(),
+        split(header.getOrDefault("expect.culprit_hosts", "")), text.substring(end + "\n# ---\n".length()));
+  }
+
+  private static List<String> split(String list) {
+    return Arrays.stream(list.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+  }
+
+  private static List<Integer> ints(JsonNode array) {
+    List<Integer> out = new ArrayList<>();
+    array.forEach(n -> out.add(n.asInt()));
+    return out;
+  }
+
+  private static List<String> strings(JsonNode array) {
+    List<String> out = new ArrayList<>();
+    array.forEach(n -> out.add(n.asText()));
+    return out;
+  }
+}
