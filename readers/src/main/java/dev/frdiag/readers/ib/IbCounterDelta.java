@@ -56,7 +56,7 @@ public record IbCounterDelta(String counter, boolean hw, long before, long after
   }
 
   /** Computes the movement of {@code counter} from {@code before} to {@code after}. */
-  public static IbCounterDelta of(String counter, boolean hw, long before, long after) {
+  static IbCounterDelta of(String counter, boolean hw, long before, long after) {
     Integer width = hw ? null : WIDTHS.get(counter);
     long max = width == null ? -1 : (1L << width) - 1;
     if (after < before) {
@@ -70,17 +70,17 @@ public record IbCounterDelta(String counter, boolean hw, long before, long after
   }
 
   /** True when {@link #delta()} is a lower bound, not an exact count. */
-  public boolean atLeast() {
+  boolean atLeast() {
     return change != Change.EXACT;
   }
 
   /** The counter's width in bits, or 64 when not a saturating PMA counter. */
-  public int widthBits() {
+  int widthBits() {
     return hw ? 64 : WIDTHS.getOrDefault(counter, 64);
   }
 
   /** {@code symbol_error 12 -> 65535 (>=65523, saturated at 16 bits)}. */
-  public String describe() {
+  String describe() {
     String name = (hw ? "hw_counters/" : "") + counter;
     switch (change) {
       case SATURATED:

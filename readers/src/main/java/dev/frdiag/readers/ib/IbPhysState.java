@@ -13,7 +13,7 @@ public enum IbPhysState {
   PHY_TEST;
 
   /** Reads {@code "5: LinkUp"} by its number; UNKNOWN for anything else. */
-  public static IbPhysState parse(String raw) {
+  static IbPhysState parse(String raw) {
     int code = code(raw);
     return code >= 1 && code <= 7 ? values()[code] : UNKNOWN;
   }

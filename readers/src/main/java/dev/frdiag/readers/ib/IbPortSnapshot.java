@@ -56,7 +56,7 @@ public record IbPortSnapshot(IbPortId id, String state, String physState, String
   }
 
   /** A {@code hw_counters/} value. */
-  public OptionalLong hwCounter(String name) {
+  OptionalLong hwCounter(String name) {
     Long v = hwCounters.get(name);
     return v == null ? OptionalLong.empty() : OptionalLong.of(v);
   }

@@ -11,7 +11,7 @@ public enum IbPortState {
   ACTIVE_DEFER;
 
   /** Reads {@code "4: ACTIVE"} by its number; UNKNOWN for anything else. */
-  public static IbPortState parse(String raw) {
+  static IbPortState parse(String raw) {
     switch (IbPhysState.code(raw)) {
       case 1: return DOWN;
       case 2: return INIT;

@@ -10,17 +10,17 @@ package dev.frdiag.readers.ib;
  *
  * <p>Immutable and thread-safe.
  */
-public final class IbThresholds {
+final class IbThresholds {
   /** Any rise of {@code link_downed} is a flap. */
-  public static final long DEFAULT_LINK_DOWNED = 1;
+  static final long DEFAULT_LINK_DOWNED = 1;
   /** Any rise of a link error counter is a lead. */
-  public static final long DEFAULT_LINK_ERRORS = 1;
+  static final long DEFAULT_LINK_ERRORS = 1;
   /** {@code port_xmit_wait} ticks in the window that mean congestion. */
-  public static final long DEFAULT_XMIT_WAIT = 1_000;
+  static final long DEFAULT_XMIT_WAIT = 1_000;
   /** {@code port_xmit_discards} in the window that mean congestion. */
-  public static final long DEFAULT_XMIT_DISCARDS = 10;
+  static final long DEFAULT_XMIT_DISCARDS = 10;
   /** Any rise of a retransmission counter is a lead. */
-  public static final long DEFAULT_RETRANSMISSIONS = 1;
+  static final long DEFAULT_RETRANSMISSIONS = 1;
 
   private static final IbThresholds DEFAULTS = builder().build();
 
@@ -39,42 +39,42 @@ public final class IbThresholds {
   }
 
   /** The documented defaults. */
-  public static IbThresholds defaults() {
+  static IbThresholds defaults() {
     return DEFAULTS;
   }
 
   /** A builder starting from the defaults. */
-  public static Builder builder() {
+  static Builder builder() {
     return new Builder();
   }
 
   /** Minimum {@code link_downed} rise for LINK_FLAP. */
-  public long linkDowned() {
+  long linkDowned() {
     return linkDowned;
   }
 
   /** Minimum rise of a link error counter for LINK_ERRORS. */
-  public long linkErrors() {
+  long linkErrors() {
     return linkErrors;
   }
 
   /** Minimum {@code port_xmit_wait} rise, in ticks, for CONGESTION. */
-  public long xmitWait() {
+  long xmitWait() {
     return xmitWait;
   }
 
   /** Minimum {@code port_xmit_discards} rise for CONGESTION. */
-  public long xmitDiscards() {
+  long xmitDiscards() {
     return xmitDiscards;
   }
 
   /** Minimum rise of a retransmission counter for RETRANSMISSION. */
-  public long retransmissions() {
+  long retransmissions() {
     return retransmissions;
   }
 
   /** Builds {@link IbThresholds}; every threshold is a minimum delta and must be positive. */
-  public static final class Builder {
+  static final class Builder {
     private long linkDowned = DEFAULT_LINK_DOWNED;
     private long linkErrors = DEFAULT_LINK_ERRORS;
     private long xmitWait = DEFAULT_XMIT_WAIT;
@@ -84,37 +84,37 @@ public final class IbThresholds {
     private Builder() {}
 
     /** Sets the minimum {@code link_downed} rise; must be positive. */
-    public Builder linkDowned(long min) {
+    Builder linkDowned(long min) {
       this.linkDowned = positive(min, "linkDowned");
       return this;
     }
 
     /** Sets the minimum link error rise; must be positive. */
-    public Builder linkErrors(long min) {
+    Builder linkErrors(long min) {
       this.linkErrors = positive(min, "linkErrors");
       return this;
     }
 
     /** Sets the minimum {@code port_xmit_wait} rise; must be positive. */
-    public Builder xmitWait(long min) {
+    Builder xmitWait(long min) {
       this.xmitWait = positive(min, "xmitWait");
       return this;
     }
 
     /** Sets the minimum {@code port_xmit_discards} rise; must be positive. */
-    public Builder xmitDiscards(long min) {
+    Builder xmitDiscards(long min) {
       this.xmitDiscards = positive(min, "xmitDiscards");
       return this;
     }
 
     /** Sets the minimum retransmission counter rise; must be positive. */
-    public Builder retransmissions(long min) {
+    Builder retransmissions(long min) {
       this.retransmissions = positive(min, "retransmissions");
       return this;
     }
 
     /** The thresholds set so far. */
-    public IbThresholds build() {
+    IbThresholds build() {
       return new IbThresholds(this);
     }
 

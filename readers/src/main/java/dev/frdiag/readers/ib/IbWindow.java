@@ -45,7 +45,7 @@ public record IbWindow(Instant from, Instant to, SortedMap<IbPortId, List<IbCoun
   }
 
   /** Compares two snapshots; {@code before} should be the earlier. */
-  public static IbWindow between(IbSnapshot before, IbSnapshot after, IbThresholds thresholds) {
+  static IbWindow between(IbSnapshot before, IbSnapshot after, IbThresholds thresholds) {
     Objects.requireNonNull(before, "before");
     Objects.requireNonNull(after, "after");
     Objects.requireNonNull(thresholds, "thresholds");
@@ -80,7 +80,7 @@ public record IbWindow(Instant from, Instant to, SortedMap<IbPortId, List<IbCoun
   }
 
   /** The time between the snapshots. */
-  public Duration duration() {
+  Duration duration() {
     return Duration.between(from, to);
   }
 

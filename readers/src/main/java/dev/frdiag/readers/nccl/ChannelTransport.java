@@ -60,7 +60,7 @@ public record ChannelTransport(String host, int pid, String commId, int channel,
   }
 
   /** The rank whose process printed the line: the receiver of a {@code [receive]} line, else the sender. */
-  public int printingRank() {
+  int printingRank() {
     return direction == Direction.RECEIVE ? toRank : fromRank;
   }
 }

@@ -26,7 +26,7 @@ public record IbCompletion(int status, String statusName, long opcode, long leng
   }
 
   /** True when the line carries GIDs, which NCCL prints only on RoCE. */
-  public boolean roce() {
+  boolean roce() {
     return !localGid.isEmpty() || !remoteGid.isEmpty();
   }
 

@@ -35,7 +35,7 @@ public record NcclCommunicator(String commId, int nranks, SortedMap<Integer, Ncc
   }
 
   /** True when every rank of the communicator printed {@code Init COMPLETE} (or later). */
-  public boolean initComplete() {
+  boolean initComplete() {
     if (ranks.size() < nranks) {
       return false;
     }

@@ -30,7 +30,7 @@ public record NcclEvent(NcclEventKind kind, FaultDomain domain, LocalDateTime ti
    * Orders events by cause rather than by line order: the likely cause first, consequences after, noise last;
    * events of equal rank keep their line order.
    */
-  public static final Comparator<NcclEvent> BY_CAUSE =
+  static final Comparator<NcclEvent> BY_CAUSE =
       Comparator.comparingInt(NcclEvent::causeRank).thenComparingLong(NcclEvent::lineNumber);
 
   public NcclEvent {
@@ -52,7 +52,7 @@ public record NcclEvent(NcclEventKind kind, FaultDomain domain, LocalDateTime ti
    * peer sees closed sockets and, on IB, retries exhausted towards the dead QPs; so GPU and configuration errors
    * rank before fabric errors, fabric before dead peers, and consequences last.
    */
-  public int causeRank() {
+  int causeRank() {
     switch (domain) {
       case GPU:
       case MISMATCH:
@@ -79,7 +79,7 @@ public record NcclEvent(NcclEventKind kind, FaultDomain domain, LocalDateTime ti
   }
 
   /** {@code host:pid [device]}, how NCCL itself names the printer. */
-  public String origin() {
+  String origin() {
     return host + ":" + pid + " [" + device + "]";
   }
 

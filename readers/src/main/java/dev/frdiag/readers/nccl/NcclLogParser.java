@@ -128,7 +128,7 @@ public final class NcclLogParser {
     LogState state = new LogState(source, maxEventsPerKind, maxEntries);
     long chars = 0;
     for (String s : lines) {
-      if (state.lineNumber < sniffLines) {
+      if (state.lineNumber() < sniffLines) {
         for (int i = 0; i < s.length(); i++) {
           if (isBinary(s.charAt(i))) {
             throw new NotAnNcclLogException(source, "binary data at character " + (chars + i));
@@ -150,7 +150,7 @@ public final class NcclLogParser {
     if (to > from && buf[to - 1] == '\r') {
       to--;
     }
-    if (state.lineNumber < sniffLines) {
+    if (state.lineNumber() < sniffLines) {
       for (int i = from; i < to; i++) {
         if (isBinary((char) (buf[i] & 0xff))) {
           throw new NotAnNcclLogException(source, "binary data at byte " + (offset + i - from));
@@ -163,19 +163,19 @@ public final class NcclLogParser {
   }
 
   private void sniff(LogState state, String source) throws NotAnNcclLogException {
-    if (state.lineNumber == sniffLines && state.recognizedLines == 0) {
+    if (state.lineNumber() == sniffLines && state.recognizedLines() == 0) {
       throw new NotAnNcclLogException(source, "no NCCL line in the first " + sniffLines + " lines");
     }
   }
 
   private static NcclLog finish(LogState state, String source, long bytes, boolean truncated)
       throws NotAnNcclLogException {
-    if (state.lineNumber == 0) {
+    if (state.lineNumber() == 0) {
       throw new NotAnNcclLogException(source, "empty file");
     }
-    if (state.recognizedLines == 0) {
-      throw new NotAnNcclLogException(source, "no NCCL line in the first " + state.lineNumber
-          + (state.lineNumber == 1 ? " line" : " lines"));
+    if (state.recognizedLines() == 0) {
+      throw new NotAnNcclLogException(source, "no NCCL line in the first " + state.lineNumber()
+          + (state.lineNumber() == 1 ? " line" : " lines"));
     }
     return state.finish(bytes, truncated);
   }

@@ -25,7 +25,7 @@ public record NcclNic(String host, String net, int index, String device, int por
   }
 
   /** True for an RDMA device (an IB-style {@code dev:port/link} entry), false for a socket interface. */
-  public boolean rdma() {
+  boolean rdma() {
     return port >= 0;
   }
 }
