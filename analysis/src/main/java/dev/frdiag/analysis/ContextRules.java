@@ -50,10 +50,10 @@ final class ContextRules {
       List<Integer> ranks = ranksOf(gpu, job);
       List<String> hosts = hosts(gpu);
       String who = ranks.isEmpty() ? "A GPU on " + String.join(", ", hosts)
-          : HangAnalyzer.capitalize(HangAnalyzer.who(ranks)) + " (" + String.join(", ", hosts) + ")";
+          : Wording.capitalize(Wording.who(ranks)) + " (" + String.join(", ", hosts) + ")";
       return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, 0.95,
           who + " hit a CUDA failure (" + brief(gpu.get(0)) + "): GPU fault; network errors its peers log are "
-              + "consequences.", quote("gpu_fault", gpu, job), HangAnalyzer.recommendation(Symptom.GPU_STALL));
+              + "consequences.", quote("gpu_fault", gpu, job), Wording.recommendation(Symptom.GPU_STALL));
     }
     if (!nic.isEmpty() && (undecided || s == Symptom.FABRIC || s == Symptom.GPU_STALL && d.confidence() < 0.8)) {
       List<String> hosts = hosts(nic);
@@ -61,7 +61,7 @@ final class ContextRules {
       return rewrite(d, Verdict.HANG, Symptom.NODE_NETWORK, ranks, hosts, 0.85, "The network path of "
           + String.join(", ", hosts) + " failed locally (" + brief(nic.get(0)) + "): NIC, GPUDirect RDMA or PCIe "
           + "on that host, not the fabric.", quote("local_nic_fault", nic, job),
-          HangAnalyzer.recommendation(Symptom.NODE_NETWORK));
+          Wording.recommendation(Symptom.NODE_NETWORK));
     }
     if (!link.isEmpty() && (undecided || s == Symptom.FABRIC)) {
       List<String> hosts = new ArrayList<>(hosts(link));
@@ -73,7 +73,7 @@ final class ContextRules {
           + (first.getPeer().isEmpty() ? "" : " and peer " + peerHost(first.getPeer()));
       return rewrite(d, Verdict.HANG, Symptom.FABRIC, List.of(), hosts, 0.85, "The link between " + where
           + " failed (" + brief(first) + "): fabric, no rank diverged.", quote("link_fault", link, job),
-          HangAnalyzer.recommendation(Symptom.FABRIC));
+          Wording.recommendation(Symptom.FABRIC));
     }
     List<Evidence> extra = new ArrayList<>();
     for (ContextFinding.Kind k : List.of(ContextFinding.Kind.DEAD_PEER, ContextFinding.Kind.CONGESTION,
