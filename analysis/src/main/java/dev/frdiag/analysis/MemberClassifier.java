@@ -61,7 +61,7 @@ final class MemberClassifier {
     List<Evidence> out = new ArrayList<>();
     byKind.forEach((kind, rs) -> {
       List<Integer> distinct = rs.stream().distinct().toList();
-      out.add(new Evidence("rank_event", distinct, Wording.capitalize(Wording.who(distinct)) + " reported "
+      out.add(new Evidence(Evidence.Kind.RANK_EVENT, distinct, Wording.capitalize(Wording.who(distinct)) + " reported "
           + kind.toLowerCase().replace('_', ' ')));
     });
     return out;

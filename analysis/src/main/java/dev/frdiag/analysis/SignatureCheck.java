@@ -138,7 +138,7 @@ final class SignatureCheck {
   }
 
   private static Mismatch mismatch(GroupKey g, long seq, boolean p2p, List<Integer> culprits, String detail) {
-    return new Mismatch(g, seq, p2p, new Evidence("signature_mismatch", culprits, detail));
+    return new Mismatch(g, seq, p2p, new Evidence(Evidence.Kind.SIGNATURE_MISMATCH, culprits, detail));
   }
 
   /**

@@ -77,7 +77,7 @@ final class VerdictRules {
       Set<Integer> waiters = new TreeSet<>();
       alsoHeld.forEach(n -> waiters.addAll(n.in(MemberState.WAITING)));
       int more = alsoHeld.size() - CASCADE_LISTED;
-      evidence.add(new Evidence("also_held_up", List.copyOf(culprits), capitalize(who(List.copyOf(culprits)))
+      evidence.add(new Evidence(Evidence.Kind.ALSO_HELD_UP, List.copyOf(culprits), capitalize(who(List.copyOf(culprits)))
           + " also hold" + (culprits.size() == 1 ? "s" : "") + " up " + listed(alsoHeld)
           + (more > 0 ? " and " + more + " more" : "")
           + (waiters.isEmpty() ? "" : ", where " + who(List.copyOf(waiters)) + " wait")));
@@ -96,7 +96,7 @@ final class VerdictRules {
       });
       waiters.removeAll(culprits);
       int more = consequences.size() - CASCADE_LISTED;
-      evidence.add(new Evidence("cascade", List.copyOf(waiters), consequences.size()
+      evidence.add(new Evidence(Evidence.Kind.CASCADE, List.copyOf(waiters), consequences.size()
           + " other collective" + (consequences.size() == 1 ? "" : "s") + " (" + listed(consequences)
           + (more > 0 ? " and " + more + " more" : "") + ") wait only because some of their members are stuck "
           + "behind the root cause" + (waiters.isEmpty() ? ""
@@ -104,7 +104,7 @@ final class VerdictRules {
     }
     List<Integer> silent = silent();
     if (!silent.isEmpty()) {
-      evidence.add(new Evidence("no_snapshot", silent, "no fresh snapshot from ranks " + Ranks.compact(silent)));
+      evidence.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, silent, "no fresh snapshot from ranks " + Ranks.compact(silent)));
     }
     evidence.addAll(jobEvidence);
     List<Integer> culpritList = List.copyOf(culprits);
@@ -117,7 +117,7 @@ final class VerdictRules {
     List<Evidence> evidence = new ArrayList<>();
     if (index.ranks.isEmpty()) {
       evidence.addAll(jobEvidence);
-      evidence.add(new Evidence("insufficient", List.of(), "no rank's records, dump or watchdog line"));
+      evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), "no rank's records, dump or watchdog line"));
       return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), null, 0.3, evidence,
           "Nothing here says how the ranks stand: no Flight Recorder dump, no watchdog line.",
           "Collect the ranks' Flight Recorder dumps (fr-diagnose analyze <folder>) or training logs.");
@@ -129,7 +129,7 @@ final class VerdictRules {
           "No hang: every process group with work is making progress.", "Nothing to do.");
     }
     if (stuck.isEmpty()) {
-      evidence.add(new Evidence("rank_lost", lost, "ranks " + Ranks.compact(lost)
+      evidence.add(new Evidence(Evidence.Kind.RANK_LOST, lost, "ranks " + Ranks.compact(lost)
           + " disconnected without saying goodbye; no collective is stuck yet"));
       evidence.addAll(jobEvidence);
       return diagnosis(Verdict.HANG, Symptom.DEAD_RANK, lost, null, 0.8, evidence,
@@ -152,7 +152,7 @@ final class VerdictRules {
       // its own device or CPU: its peers' programs stopped short of this one.
       List<Integer> ahead = first.states.keySet().stream().filter(r -> runAheadOf(r, first) >= RUN_AHEAD)
           .toList();
-      evidence.add(new Evidence("ran_ahead", ahead, capitalize(who(ahead)) + " issued " + first.label()
+      evidence.add(new Evidence(Evidence.Kind.RAN_AHEAD, ahead, capitalize(who(ahead)) + " issued " + first.label()
           + " and " + runAhead + " more collectives on " + first.group.name() + " after it while none "
           + "completed: " + (ahead.size() == 1 ? "its" : "their") + " program ran on, so "
           + (ahead.size() == 1 ? "it is" : "they are") + " not the culprit; a member that never issued it is"
@@ -163,7 +163,7 @@ final class VerdictRules {
               + who(ahead) + (ahead.size() == 1 ? " is" : " are") + " not the culprit.",
           recommendation(Symptom.CPU_STALL));
     }
-    evidence.add(new Evidence("insufficient", List.of(), missing));
+    evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), missing));
     return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
         "The job is stuck in " + first.label() + " but the evidence does not say why: " + missing + ".",
         "Collect more evidence: " + missing + ".");

@@ -99,13 +99,13 @@ final class Wording {
           : r.evidence.liveness() == Liveness.UNRESPONSIVE ? "sent no snapshot: " + r.evidence.missingReason()
               + " (its process is gone or wedged)"
           : "sent no snapshot" + (r.evidence.missingReason().isEmpty() ? "" : ": " + r.evidence.missingReason());
-      out.add(new Evidence("rank_lost", List.of(rank), "Rank " + rank + " " + why + " while members of "
+      out.add(new Evidence(Evidence.Kind.RANK_LOST, List.of(rank), "Rank " + rank + " " + why + " while members of "
           + what + " wait on it"));
     }
     List<Integer> cpu = new ArrayList<>(notIssued);
     cpu.removeAll(dead);
     if (!cpu.isEmpty()) {
-      out.add(new Evidence("not_issued", cpu, capitalize(who(cpu)) + " never issued " + what
+      out.add(new Evidence(Evidence.Kind.NOT_ISSUED, cpu, capitalize(who(cpu)) + " never issued " + what
           + lastIssued(cpu, n)));
     }
     // Only members whose own device is to blame; the others are queued behind their own stuck ops.
@@ -115,7 +115,7 @@ final class Wording {
     if (!gpu.isEmpty()) {
       boolean starts = gpu.stream().allMatch(r -> index.ranks.get(r).recordsStarts);
       String device = gpu.size() == 1 ? "its device" : "their devices";
-      out.add(new Evidence(starts ? "not_started" : "completion_lag", gpu, capitalize(who(gpu))
+      out.add(new Evidence(starts ? Evidence.Kind.NOT_STARTED : Evidence.Kind.COMPLETION_LAG, gpu, capitalize(who(gpu))
           + " issued " + what + " but " + (starts ? device + " never started it" : "never completed it")
           + (waiting.isEmpty() && done.isEmpty() ? ""
               : " while " + who(union(waiting, done)) + (waiting.isEmpty() ? " completed it"
@@ -123,16 +123,16 @@ final class Wording {
     }
     if (!waiting.isEmpty()) {
       boolean fabric = n.suspected(Cause.FABRIC);
-      out.add(new Evidence(fabric ? "all_started_none_completed" : "waiting", waiting, capitalize(who(waiting))
+      out.add(new Evidence(fabric ? Evidence.Kind.ALL_STARTED_NONE_COMPLETED : Evidence.Kind.WAITING, waiting, capitalize(who(waiting))
           + " started " + what + " and wait" + (waiting.size() == 1 ? "s" : "") + " for it to complete"
           + (fabric ? ": every member started it and none completed" : "")));
     }
     if (n.isAllIssuedNoneStarted()) {
-      out.add(new Evidence("all_issued_none_completed", union(issued, waiting),
+      out.add(new Evidence(Evidence.Kind.ALL_ISSUED_NONE_COMPLETED, union(issued, waiting),
           "Every member issued " + what + " and none completed it"));
     }
     if (!unknown.isEmpty() && dead.isEmpty()) {
-      out.add(new Evidence("no_snapshot", unknown, "No evidence from " + who(unknown)));
+      out.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, unknown, "No evidence from " + who(unknown)));
     }
     return out;
   }
