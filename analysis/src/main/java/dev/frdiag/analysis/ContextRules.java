@@ -90,8 +90,8 @@ final class ContextRules {
     }
     if (s == Symptom.FABRIC && !quiet.isEmpty()) {
       // No error counter moved anywhere we can see: the fabric is not confirmed, so no link is named.
-      extra.add(new Evidence(Evidence.Kind.QUIET_COUNTERS, List.of(), "No InfiniBand error, wait or retransmission counter "
-          + "moved on " + String.join(", ", hosts(quiet)) + " during the hang: this points away from the fabric "
+      extra.add(new Evidence(Evidence.Kind.QUIET_COUNTERS, List.of(), "No InfiniBand error, wait or "
+          + "retransmission counter moved on " + String.join(", ", hosts(quiet)) + " during the hang: this points away from the fabric "
           + "(check the GPUs and NCCL logs of the members)"));
       return rewrite(d, d.verdict(), d.symptom(), d.culpritRanks(), List.of(), Math.min(d.confidence(), 0.4),
           d.headline(), extra, d.recommendation());

@@ -77,7 +77,8 @@ final class VerdictRules {
       Set<Integer> waiters = new TreeSet<>();
       alsoHeld.forEach(n -> waiters.addAll(n.in(MemberState.WAITING)));
       int more = alsoHeld.size() - CASCADE_LISTED;
-      evidence.add(new Evidence(Evidence.Kind.ALSO_HELD_UP, List.copyOf(culprits), capitalize(who(List.copyOf(culprits)))
+      evidence.add(new Evidence(Evidence.Kind.ALSO_HELD_UP, List.copyOf(culprits),
+          capitalize(who(List.copyOf(culprits)))
           + " also hold" + (culprits.size() == 1 ? "s" : "") + " up " + listed(alsoHeld)
           + (more > 0 ? " and " + more + " more" : "")
           + (waiters.isEmpty() ? "" : ", where " + who(List.copyOf(waiters)) + " wait")));
@@ -104,7 +105,8 @@ final class VerdictRules {
     }
     List<Integer> silent = silent();
     if (!silent.isEmpty()) {
-      evidence.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, silent, "no fresh snapshot from ranks " + Ranks.compact(silent)));
+      evidence.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, silent,
+          "no fresh snapshot from ranks " + Ranks.compact(silent)));
     }
     evidence.addAll(jobEvidence);
     List<Integer> culpritList = List.copyOf(culprits);

@@ -123,7 +123,8 @@ final class Wording {
     }
     if (!waiting.isEmpty()) {
       boolean fabric = n.suspected(Cause.FABRIC);
-      out.add(new Evidence(fabric ? Evidence.Kind.ALL_STARTED_NONE_COMPLETED : Evidence.Kind.WAITING, waiting, capitalize(who(waiting))
+      out.add(new Evidence(fabric ? Evidence.Kind.ALL_STARTED_NONE_COMPLETED : Evidence.Kind.WAITING, waiting,
+          capitalize(who(waiting))
           + " started " + what + " and wait" + (waiting.size() == 1 ? "s" : "") + " for it to complete"
           + (fabric ? ": every member started it and none completed" : "")));
     }
