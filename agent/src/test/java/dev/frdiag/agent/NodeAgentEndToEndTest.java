@@ -68,15 +68,17 @@ class NodeAgentEndToEndTest {
     ranks.get(0).command("timeout");
 
     Report report = awaitReport(daemon);
-    assertThat(report.trigger()).isEqualTo("watchdog_timeout");
+    assertThat(report.trigger()).isEqualTo(Report.Trigger.WATCHDOG_TIMEOUT);
     assertThat(report.verdict()).isEqualTo(Verdict.HANG);
     assertThat(report.symptom()).isEqualTo(Symptom.CPU_STALL);
     assertThat(report.culpritRanks()).containsExactly(2);
     assertThat(report.collective().seq()).isEqualTo(FakeTorchRank.STUCK_SEQ);
     assertThat(report.collective().op()).isEqualTo("all_reduce");
-    assertThat(report.evidence()).extracting(Evidence::kind).contains("not_issued", "waiting", "rank_event")
-        .doesNotContain("no_snapshot");
-    assertThat(report.evidence()).filteredOn(e -> e.kind().equals("rank_event")).extracting(Evidence::ranks)
+    assertThat(report.evidence()).extracting(Evidence::kind)
+        .contains(Evidence.Kind.NOT_ISSUED, Evidence.Kind.WAITING, Evidence.Kind.RANK_EVENT)
+        .doesNotContain(Evidence.Kind.NO_SNAPSHOT);
+    assertThat(report.evidence()).filteredOn(e -> e.kind() == Evidence.Kind.RANK_EVENT)
+        .extracting(Evidence::ranks)
         .containsExactly(List.of(0));
     // Every rank answered its pipe: the timeline counts three fresh snapshots out of three.
     assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("3 of 3 snapshots received"));
@@ -105,10 +107,11 @@ class NodeAgentEndToEndTest {
     assertThat(report.verdict()).isEqualTo(Verdict.HANG);
     assertThat(report.culpritRanks()).containsExactly(2);
     assertThat(report.symptom()).isEqualTo(Symptom.DEAD_RANK);
-    assertThat(report.evidence()).filteredOn(e -> e.kind().equals("rank_lost")).singleElement()
+    assertThat(report.evidence()).filteredOn(e -> e.kind() == Evidence.Kind.RANK_LOST).singleElement()
         .satisfies(e -> assertThat(e.detail()).startsWith("Rank 2 sent no snapshot: dump failed: rank 2 did not"
             + " answer its dump pipe "));
-    assertThat(report.evidence()).filteredOn(e -> e.kind().equals("no_snapshot")).extracting(Evidence::ranks)
+    assertThat(report.evidence()).filteredOn(e -> e.kind() == Evidence.Kind.NO_SNAPSHOT)
+        .extracting(Evidence::ranks)
         .containsExactly(List.of(2));
     assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("3 of 3 snapshots received"));
     ranks.get(0).awaitLine("dumped", STARTUP);

@@ -50,18 +50,18 @@ final class ContextRules {
       List<Integer> ranks = ranksOf(gpu, job);
       List<String> hosts = hosts(gpu);
       String who = ranks.isEmpty() ? "A GPU on " + String.join(", ", hosts)
-          : HangAnalyzer.capitalize(HangAnalyzer.who(ranks)) + " (" + String.join(", ", hosts) + ")";
+          : Wording.capitalize(Wording.who(ranks)) + " (" + String.join(", ", hosts) + ")";
       return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, 0.95,
           who + " hit a CUDA failure (" + brief(gpu.get(0)) + "): GPU fault; network errors its peers log are "
-              + "consequences.", quote("gpu_fault", gpu, job), HangAnalyzer.recommendation(Symptom.GPU_STALL));
+              + "consequences.", quote(Evidence.Kind.GPU_FAULT, gpu, job), Wording.recommendation(Symptom.GPU_STALL));
     }
     if (!nic.isEmpty() && (undecided || s == Symptom.FABRIC || s == Symptom.GPU_STALL && d.confidence() < 0.8)) {
       List<String> hosts = hosts(nic);
       List<Integer> ranks = ranksOf(nic, job);
       return rewrite(d, Verdict.HANG, Symptom.NODE_NETWORK, ranks, hosts, 0.85, "The network path of "
           + String.join(", ", hosts) + " failed locally (" + brief(nic.get(0)) + "): NIC, GPUDirect RDMA or PCIe "
-          + "on that host, not the fabric.", quote("local_nic_fault", nic, job),
-          HangAnalyzer.recommendation(Symptom.NODE_NETWORK));
+          + "on that host, not the fabric.", quote(Evidence.Kind.LOCAL_NIC_FAULT, nic, job),
+          Wording.recommendation(Symptom.NODE_NETWORK));
     }
     if (!link.isEmpty() && (undecided || s == Symptom.FABRIC)) {
       List<String> hosts = new ArrayList<>(hosts(link));
@@ -72,26 +72,26 @@ final class ContextRules {
           + (first.getPort() > 0 ? " port " + first.getPort() : ""))
           + (first.getPeer().isEmpty() ? "" : " and peer " + peerHost(first.getPeer()));
       return rewrite(d, Verdict.HANG, Symptom.FABRIC, List.of(), hosts, 0.85, "The link between " + where
-          + " failed (" + brief(first) + "): fabric, no rank diverged.", quote("link_fault", link, job),
-          HangAnalyzer.recommendation(Symptom.FABRIC));
+          + " failed (" + brief(first) + "): fabric, no rank diverged.", quote(Evidence.Kind.LINK_FAULT, link, job),
+          Wording.recommendation(Symptom.FABRIC));
     }
     List<Evidence> extra = new ArrayList<>();
-    for (ContextFinding.Kind k : List.of(ContextFinding.Kind.DEAD_PEER, ContextFinding.Kind.CONGESTION,
-        ContextFinding.Kind.NOTE)) {
-      extra.addAll(quote(k.name().toLowerCase(), byKind.getOrDefault(k, List.of()), job));
-    }
+    extra.addAll(quote(Evidence.Kind.DEAD_PEER, byKind.getOrDefault(ContextFinding.Kind.DEAD_PEER, List.of()), job));
+    extra.addAll(quote(Evidence.Kind.CONGESTION, byKind.getOrDefault(ContextFinding.Kind.CONGESTION, List.of()),
+        job));
+    extra.addAll(quote(Evidence.Kind.NOTE, byKind.getOrDefault(ContextFinding.Kind.NOTE, List.of()), job));
     boolean faults = byKind.keySet().stream().anyMatch(k -> k != ContextFinding.Kind.NOTE
         && k != ContextFinding.Kind.QUIET && k != ContextFinding.Kind.CONGESTION);
     if (!faults) {
       List<String> hosts = job.context().stream().map(NodeContext::getHostname).filter(h -> !h.isEmpty())
           .distinct().sorted().toList();
-      extra.add(0, new Evidence("no_failure_logged", List.of(), "The NCCL logs" + (hosts.isEmpty() ? ""
+      extra.add(0, new Evidence(Evidence.Kind.NO_FAILURE_LOGGED, List.of(), "The NCCL logs" + (hosts.isEmpty() ? ""
           : " of " + String.join(", ", hosts)) + " show no failure (no WARN that points at a GPU, NIC or link)"));
     }
     if (s == Symptom.FABRIC && !quiet.isEmpty()) {
       // No error counter moved anywhere we can see: the fabric is not confirmed, so no link is named.
-      extra.add(new Evidence("quiet_counters", List.of(), "No InfiniBand error, wait or retransmission counter "
-          + "moved on " + String.join(", ", hosts(quiet)) + " during the hang: this points away from the fabric "
+      extra.add(new Evidence(Evidence.Kind.QUIET_COUNTERS, List.of(), "No InfiniBand error, wait or "
+          + "retransmission counter moved on " + String.join(", ", hosts(quiet)) + " during the hang: this points away from the fabric "
           + "(check the GPUs and NCCL logs of the members)"));
       return rewrite(d, d.verdict(), d.symptom(), d.culpritRanks(), List.of(), Math.min(d.confidence(), 0.4),
           d.headline(), extra, d.recommendation());
@@ -116,14 +116,14 @@ final class ContextRules {
     List<Evidence> evidence = new ArrayList<>(first);
     evidence.addAll(d.evidence());
     if (d.verdict() == Verdict.INSUFFICIENT_EVIDENCE || d.verdict() == Verdict.NO_HANG && verdict == Verdict.HANG) {
-      evidence.removeIf(e -> e.kind().equals("insufficient"));
+      evidence.removeIf(e -> e.kind() == Evidence.Kind.INSUFFICIENT);
     }
     List<Culprit> details = d.culprits().stream().filter(c -> culprits.contains(c.rank())).toList();
     return new Diagnosis(verdict, symptom, culprits, hosts, d.collective(), confidence, evidence, details,
         d.stuck(), d.rankStates(), headline, recommendation, d.stuckSinceNs());
   }
 
-  private static List<Evidence> quote(String kind, List<ContextFinding> findings, JobEvidence job) {
+  private static List<Evidence> quote(Evidence.Kind kind, List<ContextFinding> findings, JobEvidence job) {
     List<Evidence> out = new ArrayList<>();
     // The same line repeated (a retrying NIC prints it every few seconds) is one fact.
     List<ContextFinding> distinct = new ArrayList<>();
@@ -145,7 +145,7 @@ final class ContextRules {
       }
     }
     if (findings.size() > QUOTED) {
-      out.add(new Evidence(kind, List.of(), (findings.size() - QUOTED) + " more " + kind.replace('_', ' ')
+      out.add(new Evidence(kind, List.of(), (findings.size() - QUOTED) + " more " + kind.wire().replace('_', ' ')
           + " findings"));
     }
     return out;

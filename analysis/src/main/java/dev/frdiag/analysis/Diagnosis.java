@@ -3,6 +3,7 @@ package dev.frdiag.analysis;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * The result of one analysis: which rank diverged, on which collective, and why.
@@ -38,6 +39,77 @@ public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritR
     rankStates = List.copyOf(rankStates);
   }
 
-  /** Ranks that share one situation. */
-  public record RankGroup(String state, List<Integer> ranks) {}
+  /**
+   * Ranks that share one situation.
+   *
+   * @param state where they are
+   * @param at for a rank inside an operation, which one and where, e.g. "_all_gather_base #42 on tp"; empty
+   *     otherwise
+   * @param ranks sorted global ranks
+   */
+  public record RankGroup(State state, String at, List<Integer> ranks) {
+    public RankGroup {
+      Objects.requireNonNull(state, "state");
+      Objects.requireNonNull(at, "at");
+      if (state.inOperation() == at.isEmpty()) {
+        throw new IllegalArgumentException(state.inOperation() ? "state '" + state.label() + "' needs an operation"
+            : "state '" + state.label() + "' takes no operation, got '" + at + "'");
+      }
+      ranks = List.copyOf(ranks);
+    }
+
+    /** As reports write it: "lost", "waiting in _all_gather_base #42 on tp", … */
+    public String label() {
+      return state.label() + at;
+    }
+
+    /**
+     * The group a report wrote as {@code label}.
+     *
+     * @throws IllegalArgumentException naming the label when it is none of the {@link State}s
+     */
+    public static RankGroup parse(String label, List<Integer> ranks) {
+      for (State s : State.values()) {
+        if (s.inOperation() ? label.startsWith(s.label()) && label.length() > s.label().length()
+            : label.equals(s.label())) {
+          return new RankGroup(s, label.substring(s.label().length()), ranks);
+        }
+      }
+      throw new IllegalArgumentException("unknown rank state '" + label + "'");
+    }
+  }
+
+  /** Where a group of ranks is, as reports word it. */
+  public enum State {
+    /** Nothing is known of the rank. */
+    NO_EVIDENCE("no evidence", false),
+    /** Its stream ended without a goodbye. */
+    LOST("lost", false),
+    /** Its device started an operation that has not completed. */
+    WAITING("waiting in ", true),
+    /** It issued an operation its device never started. */
+    NOT_STARTED("issued, device not started: ", true),
+    /** It issued an operation that never completed; device start events are not recorded. */
+    NOT_COMPLETED("issued, not completed: ", true),
+    /** Nothing outstanding. */
+    IDLE("idle (nothing outstanding)", false);
+
+    private final String label;
+    private final boolean inOperation;
+
+    State(String label, boolean inOperation) {
+      this.label = label;
+      this.inOperation = inOperation;
+    }
+
+    /** The words reports use; for a state inside an operation, the words before it. */
+    public String label() {
+      return label;
+    }
+
+    /** True when the state names the operation the ranks are in. */
+    public boolean inOperation() {
+      return inOperation;
+    }
+  }
 }

@@ -19,13 +19,13 @@ import java.util.Objects;
  * @param schema always {@value #SCHEMA}
  * @param reportId unique and stable, e.g. "job42-000003"; empty for offline reports
  * @param job the job id
- * @param createdAt ISO-8601 instant
- * @param trigger what started the analysis, e.g. "stall", "rank_lost", "watchdog_timeout", "on_demand", "offline"
+ * @param createdAt when it was made; written as ISO-8601 ({@link Instant#toString()})
+ * @param trigger what started the analysis
  * @param timeline what happened when, oldest first
  */
 public record Report(String schema, String reportId, String job, Verdict verdict, Symptom symptom,
     String headline, List<Integer> culpritRanks, List<String> culpritHosts, CollectiveRef collective,
-    double confidence, List<Evidence> evidence, String createdAt, String trigger, List<TimelineEntry> timeline,
+    double confidence, List<Evidence> evidence, Instant createdAt, Trigger trigger, List<TimelineEntry> timeline,
     List<Culprit> culprits, List<StuckCollective> stuckCollectives, List<Diagnosis.RankGroup> rankStates,
     String recommendation) {
 
@@ -34,6 +34,8 @@ public record Report(String schema, String reportId, String job, Verdict verdict
   public Report {
     Objects.requireNonNull(verdict, "verdict");
     Objects.requireNonNull(symptom, "symptom");
+    Objects.requireNonNull(createdAt, "createdAt");
+    Objects.requireNonNull(trigger, "trigger");
     culpritRanks = culpritRanks == null ? List.of() : List.copyOf(culpritRanks);
     culpritHosts = culpritHosts == null ? List.of() : List.copyOf(culpritHosts);
     evidence = evidence == null ? List.of() : List.copyOf(evidence);
@@ -46,11 +48,58 @@ public record Report(String schema, String reportId, String job, Verdict verdict
   /** One moment in an incident. */
   public record TimelineEntry(String at, String event) {}
 
+  /** What started an analysis, written in reports as its {@linkplain #wire() wire name}. */
+  public enum Trigger {
+    /** A process group with outstanding work stopped making progress. */
+    STALL("stall"),
+    /** A rank's stream ended without a goodbye. */
+    RANK_LOST("rank_lost"),
+    /** A rank's heartbeats stopped while its stream stayed open. */
+    HEARTBEAT_LOST("heartbeat_lost"),
+    /** A rank reported a watchdog timeout. */
+    WATCHDOG_TIMEOUT("watchdog_timeout"),
+    /** A rank reported a communication error. */
+    COMM_ERROR("comm_error"),
+    /** A rank reported a CUDA error. */
+    CUDA_ERROR("cuda_error"),
+    /** A rank reported its watchdog stuck. */
+    WATCHDOG_STUCK("watchdog_stuck"),
+    /** Someone asked for a diagnosis. */
+    ON_DEMAND("on_demand"),
+    /** Dumps and logs analysed after the fact. */
+    OFFLINE("offline");
+
+    private final String wire;
+
+    Trigger(String wire) {
+      this.wire = wire;
+    }
+
+    /** The name reports use, e.g. "watchdog_timeout". */
+    public String wire() {
+      return wire;
+    }
+
+    /**
+     * The trigger whose {@linkplain #wire() wire name} is {@code name}.
+     *
+     * @throws IllegalArgumentException naming the value when no trigger has that name
+     */
+    public static Trigger fromWire(String name) {
+      for (Trigger t : values()) {
+        if (t.wire.equals(name)) {
+          return t;
+        }
+      }
+      throw new IllegalArgumentException("unknown trigger '" + name + "'");
+    }
+  }
+
   /** Wraps a diagnosis into a report. */
-  public static Report of(String reportId, String job, String trigger, Instant createdAt, Diagnosis d,
+  public static Report of(String reportId, String job, Trigger trigger, Instant createdAt, Diagnosis d,
       List<TimelineEntry> timeline) {
     return new Report(SCHEMA, reportId, job, d.verdict(), d.symptom(), d.headline(), d.culpritRanks(),
-        d.culpritHosts(), d.collective(), d.confidence(), d.evidence(), createdAt.toString(), trigger, timeline,
+        d.culpritHosts(), d.collective(), d.confidence(), d.evidence(), createdAt, trigger, timeline,
         d.culprits(), d.stuck(), d.rankStates(), d.recommendation());
   }
 }

@@ -44,10 +44,8 @@ public final class ReportText {
     if (!r.reportId().isEmpty()) {
       field(sb, md, "report", r.reportId());
     }
-    Instant created = parse(r.createdAt());
-    field(sb, md, "created", (created == null ? r.createdAt()
-        : DateTimeFormatter.ISO_INSTANT.format(created.truncatedTo(ChronoUnit.SECONDS))) + " (trigger: "
-        + r.trigger() + ")");
+    field(sb, md, "created", DateTimeFormatter.ISO_INSTANT.format(r.createdAt().truncatedTo(ChronoUnit.SECONDS))
+        + " (trigger: " + r.trigger().wire() + ")");
     CollectiveRef c = r.collective();
     if (c != null) {
       field(sb, md, "collective", c.processGroup() + (c.processGroupDesc().isEmpty() ? ""
@@ -72,13 +70,13 @@ public final class ReportText {
     if (!r.evidence().isEmpty()) {
       section(sb, md, "Evidence");
       for (Evidence e : r.evidence()) {
-        item(sb, md, "[" + e.kind() + "] " + e.detail());
+        item(sb, md, "[" + e.kind().wire() + "] " + e.detail());
       }
     }
     if (!r.rankStates().isEmpty()) {
       section(sb, md, "Where every rank is");
       for (Diagnosis.RankGroup g : r.rankStates()) {
-        item(sb, md, g.state() + ": ranks " + compact(g.ranks()));
+        item(sb, md, g.label() + ": ranks " + compact(g.ranks()));
       }
     }
     if (!r.timeline().isEmpty()) {

@@ -45,7 +45,7 @@ class HangAnalyzerTest {
     assertThat(d.collective().seq()).isEqualTo(4);
     assertThat(d.culpritHosts()).containsExactly("node1");
     assertThat(d.evidence()).anySatisfy(e -> {
-      assertThat(e.kind()).isEqualTo("not_issued");
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.NOT_ISSUED);
       assertThat(e.ranks()).containsExactly(5);
       assertThat(e.detail()).contains("last issued on tp2 is seq 3");
     });
@@ -58,7 +58,7 @@ class HangAnalyzerTest {
     Diagnosis d = HangAnalyzer.analyze(s.offline());
     assertThat(d.symptom()).isEqualTo(Symptom.GPU_STALL);
     assertThat(d.culpritRanks()).containsExactly(3);
-    assertThat(d.evidence().get(0).kind()).isEqualTo("not_started");
+    assertThat(d.evidence().get(0).kind()).isEqualTo(Evidence.Kind.NOT_STARTED);
   }
 
   @Test
@@ -144,7 +144,7 @@ class HangAnalyzerTest {
     assertThat(d.culpritRanks()).containsExactly(5);
     assertThat(d.collective().processGroup()).isEqualTo("tp2");
     assertThat(d.evidence()).anySatisfy(e -> {
-      assertThat(e.kind()).isEqualTo("cascade");
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.CASCADE);
       assertThat(e.detail()).contains("dpA#4 all_reduce");
     });
     assertThat(d.stuck().get(0).rootCause()).isTrue();

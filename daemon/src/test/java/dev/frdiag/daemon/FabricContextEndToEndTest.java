@@ -2,6 +2,7 @@ package dev.frdiag.daemon;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.analysis.Evidence;
 import dev.frdiag.testing.incidents.IncidentWatch;
 import dev.frdiag.readers.context.ContextFindings;
 import dev.frdiag.readers.ib.IbSnapshot;
@@ -50,7 +51,7 @@ class FabricContextEndToEndTest {
     assertThat(report.culpritRanks()).isEmpty();
     assertThat(report.culpritHosts()).containsExactly("node01");
     assertThat(report.headline()).contains("node01 mlx5_0 port 1");
-    assertThat(report.evidence().get(0).kind()).isEqualTo("link_fault");
+    assertThat(report.evidence().get(0).kind()).isEqualTo(Evidence.Kind.LINK_FAULT);
     assertThat(report.evidence().get(0).detail()).contains("node01 mlx5_0:1", "link_downed");
   }
 
@@ -64,7 +65,7 @@ class FabricContextEndToEndTest {
     assertThat(report.symptom()).isEqualTo(Symptom.FABRIC);
     assertThat(report.culpritHosts()).isEmpty();
     assertThat(report.confidence()).isLessThanOrEqualTo(0.4);
-    assertThat(report.evidence()).anySatisfy(e -> assertThat(e.kind()).isEqualTo("quiet_counters"));
+    assertThat(report.evidence()).anySatisfy(e -> assertThat(e.kind()).isEqualTo(Evidence.Kind.QUIET_COUNTERS));
   }
 
   private Report fabricHangWithContext(IbWindow window) throws Exception {

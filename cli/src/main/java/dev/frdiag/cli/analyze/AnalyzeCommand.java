@@ -190,7 +190,7 @@ public final class AnalyzeCommand implements Callable<Integer> {
     timeline.add(new Report.TimelineEntry(now.toString(), String.format("read %d dump files and %d logs in %d ms; "
         + "analysed %d ranks in %d ms", dumpFiles, logFiles, (read - started) / 1_000_000, input.ranks().size(),
         (analysed - read) / 1_000_000)));
-    Report report = Report.of("", job, "offline", now, d, timeline);
+    Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline);
     out.print(parent != null && parent.json() ? ReportJson.write(report) + "\n" : ReportText.plain(report));
     out.flush();
     return ExitCode.of(report.verdict());

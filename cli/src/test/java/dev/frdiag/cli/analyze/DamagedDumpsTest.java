@@ -2,6 +2,7 @@ package dev.frdiag.cli.analyze;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.analysis.Evidence;
 import dev.frdiag.cli.ExitCode;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.testing.dumps.FaultyDumps.Kind;
@@ -47,12 +48,12 @@ class DamagedDumpsTest {
     assertThat(lines.get(2)).isEqualTo("fr-diagnose: not a Flight Recorder dump: the file is empty (" + file(22) + ")");
     Report report = r.report();
     assertThat(report.evidence()).anySatisfy(e -> {
-      assertThat(e.kind()).isEqualTo("no_snapshot");
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.NO_SNAPSHOT);
       assertThat(e.ranks()).containsExactly(20, 21, 22);
     });
     // The readable ranks were analysed: rank 35 is seen never to have issued its step.
     assertThat(report.evidence()).anySatisfy(e -> {
-      assertThat(e.kind()).isEqualTo("not_issued");
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.NOT_ISSUED);
       assertThat(e.ranks()).containsExactly(35);
     });
   }

@@ -2,6 +2,7 @@ package dev.frdiag.cli.analyze;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.analysis.Evidence;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.testing.dumps.FaultyDumps;
 import dev.frdiag.testing.dumps.FaultyDumps.Kind;
@@ -56,7 +57,7 @@ class GeneratedHangsTest {
     assertThat(r.report().headline()).startsWith("Rank 35 never issued _all_gather_base (")
         .contains("TENSOR_MODEL_PARALLEL_GROUP").endsWith("that ranks 32-34 wait in: CPU-side stall.");
     assertThat(r.report().evidence()).anySatisfy(e -> {
-      assertThat(e.kind()).isEqualTo("not_issued");
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.NOT_ISSUED);
       assertThat(e.ranks()).isEqualTo(List.of(35));
     });
   }

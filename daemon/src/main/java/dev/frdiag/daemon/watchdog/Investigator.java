@@ -112,7 +112,8 @@ public final class Investigator {
           Instant now = clock.get();
           timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
               + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
-          Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now, diagnosis, timeline);
+          Report report = Report.of(store.nextReportId(job.id()), job.id(), Report.Trigger.fromWire(trigger), now,
+              diagnosis, timeline);
           store.save(report);
           job.reportWritten(report.reportId());
           log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),

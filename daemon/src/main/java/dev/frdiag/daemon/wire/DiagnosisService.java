@@ -23,7 +23,6 @@ import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Comparator;
 import java.util.concurrent.CompletionException;
 
@@ -46,7 +45,7 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
   public static ReportEnvelope envelope(Report r) {
     return ReportEnvelope.newBuilder().setSummary(ReportSummary.newBuilder().setReportId(r.reportId())
             .setJobId(r.job()).setVerdict(r.verdict()).setSymptom(r.symptom()).addAllCulpritRanks(r.culpritRanks())
-            .setCreatedAtMs(Instant.parse(r.createdAt()).toEpochMilli()).setHeadline(r.headline()))
+            .setCreatedAtMs(r.createdAt().toEpochMilli()).setHeadline(r.headline()))
         .setReportJson(ReportJson.write(r)).build();
   }
 

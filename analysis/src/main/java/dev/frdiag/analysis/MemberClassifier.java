@@ -1,0 +1,156 @@
+package dev.frdiag.analysis;
+
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.RankEvent;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Names the suspects of each stuck operation from where its members are: a lost or unresponsive member is dead,
+ * one that never issued it is a CPU-side stall, one whose device never ran it a GPU-side stall. A member that is
+ * missing because it is itself stuck in an earlier operation points to that operation instead, so only root causes
+ * name culprits and the waits they cause become consequences.
+ */
+final class MemberClassifier {
+  private final JobIndex index;
+  private final StuckOperations stuck;
+
+  private MemberClassifier(JobIndex index, StuckOperations stuck) {
+    this.index = index;
+    this.stuck = stuck;
+  }
+
+  /** Classifies every stuck operation, including those found on the way because members are blocked in them. */
+  static void classify(JobIndex index, StuckOperations stuck) {
+    MemberClassifier classifier = new MemberClassifier(index, stuck);
+    // Classifying an operation can add the operations its members are blocked in; iterate until none are added.
+    Set<StuckOp.Key> classified = new HashSet<>();
+    List<StuckOp> pending = List.copyOf(stuck.all());
+    while (!pending.isEmpty()) {
+      for (StuckOp op : pending) {
+        classified.add(op.key);
+        classifier.classify(op);
+      }
+      pending = stuck.all().stream().filter(op -> !classified.contains(op.key)).toList();
+    }
+  }
+
+  /**
+   * The timeouts and errors ranks reported, one evidence line per kind; a rank whose watchdog is blocked with
+   * nothing outstanding on its device becomes a watchdog suspect of the operations it has not completed.
+   */
+  static List<Evidence> rankEvents(JobIndex index, StuckOperations stuck) {
+    Map<String, List<Integer>> byKind = new TreeMap<>();
+    for (RankIndex r : index.ranks.values()) {
+      for (RankEvent e : r.evidence.events()) {
+        byKind.computeIfAbsent(e.getKind().name(), k -> new ArrayList<>()).add(r.rank());
+        if (e.getKind() == RankEvent.Kind.WATCHDOG_STUCK && r.oldestIncomplete == null) {
+          // A blocked watchdog with nothing outstanding on the device is the watchdog's own problem.
+          for (StuckOp op : stuck.all()) {
+            if (op.states.containsKey(r.rank()) && op.states.get(r.rank()) != MemberState.DONE) {
+              op.suspect(Cause.WATCHDOG, r.rank());
+            }
+          }
+        }
+      }
+    }
+    List<Evidence> out = new ArrayList<>();
+    byKind.forEach((kind, rs) -> {
+      List<Integer> distinct = rs.stream().distinct().toList();
+      out.add(new Evidence(Evidence.Kind.RANK_EVENT, distinct, Wording.capitalize(Wording.who(distinct)) + " reported "
+          + kind.toLowerCase().replace('_', ' ')));
+    });
+    return out;
+  }
+
+  private void classify(StuckOp n) {
+    List<Integer> waiting = n.in(MemberState.WAITING);
+    List<Integer> done = n.in(MemberState.DONE);
+    boolean peersAhead = !waiting.isEmpty() || !done.isEmpty();
+    for (Map.Entry<Integer, MemberState> e : n.states.entrySet()) {
+      int rank = e.getKey();
+      MemberState s = e.getValue();
+      RankIndex r = index.ranks.get(rank);
+      if (s == MemberState.DONE) {
+        continue;
+      }
+      // A lost member will never finish its part, even one its device had started; one that could not produce
+      // a dump when asked is gone or wedged.
+      if (r != null && (r.evidence.liveness() == Liveness.LOST || r.evidence.liveness() == Liveness.UNRESPONSIVE)) {
+        n.suspect(Cause.DEAD, rank);
+        continue;
+      }
+      if (s == MemberState.WAITING) {
+        continue;
+      }
+      if (s == MemberState.UNKNOWN) {
+        // No evidence at all, or only a stale window from a rank that is still connected: blame needs more.
+        if (r == null || r.evidence.liveness() != Liveness.ALIVE && r.evidence.liveness() != Liveness.UNKNOWN
+            || r.evidence.isEmpty() && index.job.offline()) {
+          n.suspect(Cause.NO_EVIDENCE, rank);
+        }
+        continue;
+      }
+      CollectiveRecord blocking = r.oldestIncomplete;
+      boolean blockedHere = blocking != null && sameOp(r, blocking, n);
+      if (blocking != null && !blockedHere && isEarlier(r, blocking, n)) {
+        StuckOp other = opOf(r, blocking);
+        if (other != null) {
+          n.blockedBy(other.label());
+          continue;
+        }
+      }
+      if (s == MemberState.NOT_ISSUED) {
+        n.suspect(Cause.CPU, rank);
+      } else if (r.recordsStarts ? peersAhead : !done.isEmpty()) {
+        // Issued, and its device never ran it while peers' devices did (or, without start events,
+        // while peers completed it).
+        n.suspect(hasDeviceError(r) ? Cause.DEVICE_ERROR : Cause.GPU, rank);
+      }
+    }
+    int members = n.states.size();
+    if (!n.isRoot() && n.blockedBy().isEmpty()) {
+      if (waiting.size() == members) {
+        n.suspectFabric();
+      } else if (waiting.size() + n.in(MemberState.ISSUED).size() == members) {
+        n.allIssuedNoneStarted();
+      }
+    }
+  }
+
+  private static boolean sameOp(RankIndex r, CollectiveRecord rec, StuckOp n) {
+    GroupKey g = r.groupsByName.get(rec.getProcessGroup());
+    if (!n.group.equals(g) || n.p2p != rec.getIsP2P()) {
+      return false;
+    }
+    if (n.owner >= 0 && r.rank() != n.owner) {
+      return rec.getPeer() == n.owner;
+    }
+    return n.seq == (rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq());
+  }
+
+  /** True when the rank issued {@code blocking} before it would have reached {@code n}. */
+  private boolean isEarlier(RankIndex r, CollectiveRecord blocking, StuckOp n) {
+    List<CollectiveRecord> here = stuck.recordsIn(n, r.rank());
+    return here.isEmpty() || RankIndex.isBefore(blocking, here.get(0));
+  }
+
+  private StuckOp opOf(RankIndex r, CollectiveRecord rec) {
+    GroupKey g = r.groupsByName.get(rec.getProcessGroup());
+    if (g == null) {
+      return null;
+    }
+    if (rec.getIsP2P() && g.size() > 2) {
+      return stuck.op(g, rec.getP2PSeq(), true, r.rank());
+    }
+    return stuck.op(g, rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq(), rec.getIsP2P());
+  }
+
+  private static boolean hasDeviceError(RankIndex r) {
+    return r.evidence.events().stream().anyMatch(e -> e.getKind() == RankEvent.Kind.CUDA_ERROR);
+  }
+}

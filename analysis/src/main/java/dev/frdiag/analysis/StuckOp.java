@@ -1,0 +1,102 @@
+package dev.frdiag.analysis;
+
+import dev.frdiag.proto.v1.CollectiveRecord;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * One stuck operation: where each member is (fixed when it is found), and what the classifier and the signature
+ * check conclude about it (its suspects, and the operations its missing members are blocked in).
+ */
+final class StuckOp {
+  /**
+   * Identity of one operation across ranks. {@code owner} is -1, except for a send/recv in a group of more than
+   * two ranks, whose p2p seqs are per rank and cannot be matched: there the operation is one rank's op and its peer.
+   */
+  record Key(GroupKey group, long seq, boolean p2p, int owner) {}
+
+  final Key key;
+  final GroupKey group;
+  final long seq;
+  final boolean p2p;
+  final int owner;
+  /** Member → where it is, by rank. */
+  final Map<Integer, MemberState> states;
+  /** A member's record of it, preferring one with a comms_id; null when no member holds one. */
+  final CollectiveRecord sample;
+  /** Epoch ns of the earliest member's incomplete record; {@code Long.MAX_VALUE} when unknown. */
+  final long firstCreatedNs;
+  final CollectiveRef ref;
+  private final Map<Cause, Set<Integer>> suspects = new EnumMap<>(Cause.class);
+  private final Set<String> blockedBy = new TreeSet<>();
+  private boolean allIssuedNoneStarted;
+
+  StuckOp(Key key, Map<Integer, MemberState> states, CollectiveRecord sample, long firstCreatedNs,
+      CollectiveRef ref) {
+    this.key = key;
+    this.group = key.group();
+    this.seq = key.seq();
+    this.p2p = key.p2p();
+    this.owner = key.owner();
+    this.states = Collections.unmodifiableMap(states);
+    this.sample = sample;
+    this.firstCreatedNs = firstCreatedNs;
+    this.ref = ref;
+  }
+
+  String label() {
+    return ref.label();
+  }
+
+  /** True when its blockage is explained by its own members rather than by other stuck operations. */
+  boolean isRoot() {
+    return !suspects.isEmpty();
+  }
+
+  void suspect(Cause cause, int rank) {
+    suspects.computeIfAbsent(cause, c -> new TreeSet<>()).add(rank);
+  }
+
+  /** Every member started it and none completed: the fabric, with no member to blame. */
+  void suspectFabric() {
+    suspects.put(Cause.FABRIC, new TreeSet<>());
+  }
+
+  Set<Cause> causes() {
+    return Collections.unmodifiableSet(suspects.keySet());
+  }
+
+  boolean suspected(Cause cause) {
+    return suspects.containsKey(cause);
+  }
+
+  /** The members suspected of {@code cause}, sorted; empty when none. */
+  Set<Integer> suspects(Cause cause) {
+    return Collections.unmodifiableSet(suspects.getOrDefault(cause, Set.of()));
+  }
+
+  void blockedBy(String label) {
+    blockedBy.add(label);
+  }
+
+  /** Labels of the operations its missing members are stuck in, sorted. */
+  Set<String> blockedBy() {
+    return Collections.unmodifiableSet(blockedBy);
+  }
+
+  void allIssuedNoneStarted() {
+    allIssuedNoneStarted = true;
+  }
+
+  boolean isAllIssuedNoneStarted() {
+    return allIssuedNoneStarted;
+  }
+
+  List<Integer> in(MemberState s) {
+    return states.entrySet().stream().filter(e -> e.getValue() == s).map(Map.Entry::getKey).toList();
+  }
+}

@@ -1,0 +1,241 @@
+package dev.frdiag.analysis;
+
+import dev.frdiag.proto.CommsId;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.RankEvent;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The operations of a job that have outstanding work and make no progress: per process group the first
+ * outstanding collective and P2P op, plus those the later phases find members blocked in. Collectives are matched
+ * across ranks by (process group identity, collective_seq), P2P ops by (process group identity, p2p_seq), never by
+ * record id.
+ */
+final class StuckOperations {
+  private final JobIndex index;
+  /** In the order found; later phases add the operations members are blocked in. */
+  private final Map<StuckOp.Key, StuckOp> ops = new LinkedHashMap<>();
+
+  private StuckOperations(JobIndex index) {
+    this.index = index;
+  }
+
+  /** The first outstanding operations of every group that stalled for the job's stall threshold. */
+  static StuckOperations find(JobIndex index) {
+    StuckOperations found = new StuckOperations(index);
+    for (GroupKey g : index.groups.keySet()) {
+      found.findStuck(g);
+    }
+    return found;
+  }
+
+  /** Every operation found so far, in the order found. */
+  Collection<StuckOp> all() {
+    return Collections.unmodifiableCollection(ops.values());
+  }
+
+  boolean isEmpty() {
+    return ops.isEmpty();
+  }
+
+  /** The operation (g, seq), found now if it was not yet. */
+  StuckOp op(GroupKey g, long seq, boolean p2p) {
+    return op(g, seq, p2p, -1);
+  }
+
+  /** The operation, found now if it was not yet; {@code owner} as in {@link StuckOp.Key}. */
+  StuckOp op(GroupKey g, long seq, boolean p2p, int owner) {
+    StuckOp.Key key = new StuckOp.Key(g, seq, p2p, owner);
+    StuckOp existing = ops.get(key);
+    if (existing != null) {
+      return existing;
+    }
+    List<Integer> involved = index.members.get(g);
+    if (owner >= 0) {
+      List<CollectiveRecord> mine = index.recordsOf(owner, g, seq, true);
+      int peer = mine.isEmpty() ? -1 : mine.get(0).getPeer();
+      involved = peer < 0 || peer == owner ? List.of(owner) : List.of(Math.min(owner, peer), Math.max(owner, peer));
+    }
+    Map<Integer, MemberState> states = new TreeMap<>();
+    CollectiveRecord sample = null;
+    long firstCreatedNs = Long.MAX_VALUE;
+    for (int member : involved) {
+      states.put(member, owner >= 0 && member != owner ? counterpartState(member, g, owner)
+          : stateOf(member, g, seq, p2p));
+      for (CollectiveRecord r : recordsIn(key, member)) {
+        if (sample == null || r.getCommsId() != 0 && sample.getCommsId() == 0) {
+          sample = r;
+        }
+        if (r.getState() != CollectiveState.COMPLETED) {
+          firstCreatedNs = Math.min(firstCreatedNs, r.getTimeCreatedNs());
+        }
+      }
+    }
+    StuckOp op = new StuckOp(key, states, sample, firstCreatedNs, ref(key, states, sample));
+    ops.put(key, op);
+    return op;
+  }
+
+  /** The records {@code rank} holds for {@code op}: for a pair operation's peer, its counterpart op. */
+  List<CollectiveRecord> recordsIn(StuckOp op, int rank) {
+    return recordsIn(op.key, rank);
+  }
+
+  private List<CollectiveRecord> recordsIn(StuckOp.Key k, int rank) {
+    if (k.owner() < 0 || rank == k.owner()) {
+      return index.recordsOf(rank, k.group(), k.seq(), k.p2p());
+    }
+    CollectiveRecord c = index.counterpart(rank, k.group(), k.owner());
+    return c == null ? List.of() : List.of(c);
+  }
+
+  private void findStuck(GroupKey g) {
+    JobEvidence job = index.job;
+    long firstCollective = Long.MAX_VALUE;
+    long firstP2p = Long.MAX_VALUE;
+    List<long[]> pairOps = new ArrayList<>();
+    long lastProgress = 0;
+    for (int member : index.members.get(g)) {
+      RankIndex.Track t = index.track(member, g);
+      if (t == null) {
+        continue;
+      }
+      lastProgress = Math.max(lastProgress, Math.max(t.lastProgressNs, t.lastCompletionNs));
+      firstCollective = Math.min(firstCollective, firstOutstanding(t.collectives, t.enqueued, t.completed));
+      long mine = firstOutstanding(t.p2p, t.p2pEnqueued, t.p2pCompleted);
+      if (g.size() > 2) {
+        if (mine != Long.MAX_VALUE && t.p2p.containsKey(mine)) {
+          pairOps.add(new long[] {member, mine});
+        }
+      } else {
+        firstP2p = Math.min(firstP2p, mine);
+      }
+    }
+    if (!job.offline() && job.observedAtNs() - lastProgress < job.stallThreshold().toNanos()) {
+      return;
+    }
+    if (firstCollective != Long.MAX_VALUE) {
+      keepIfStalled(op(g, firstCollective, false));
+    }
+    if (firstP2p != Long.MAX_VALUE) {
+      keepIfStalled(op(g, firstP2p, true));
+    }
+    for (long[] pair : pairOps) {
+      keepIfStalled(op(g, pair[1], true, (int) pair[0]));
+    }
+  }
+
+  private static long firstOutstanding(TreeMap<Long, List<CollectiveRecord>> bySeq, long enqueued,
+      long completed) {
+    for (Map.Entry<Long, List<CollectiveRecord>> e : bySeq.entrySet()) {
+      if (e.getKey() > completed && !allCompleted(e.getValue())) {
+        return e.getKey();
+      }
+    }
+    // Issued but no longer (or never) in the ring: progress alone says it is outstanding.
+    return enqueued > completed && !bySeq.containsKey(completed + 1) ? completed + 1 : Long.MAX_VALUE;
+  }
+
+  private static boolean allCompleted(List<CollectiveRecord> recs) {
+    for (CollectiveRecord r : recs) {
+      if (r.getState() != CollectiveState.COMPLETED) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private void keepIfStalled(StuckOp op) {
+    JobEvidence job = index.job;
+    if (!job.offline() && op.firstCreatedNs != Long.MAX_VALUE
+        && job.observedAtNs() - op.firstCreatedNs < job.stallThreshold().toNanos()) {
+      ops.remove(op.key);
+    }
+  }
+
+  /** Where a pair operation's peer is: waiting or issued when it has the counterpart outstanding, else not issued. */
+  private MemberState counterpartState(int rank, GroupKey g, int owner) {
+    RankIndex r = index.ranks.get(rank);
+    if (r == null || r.evidence.isEmpty() && !r.evidence.answered()) {
+      return MemberState.UNKNOWN;
+    }
+    CollectiveRecord c = index.counterpart(rank, g, owner);
+    if (c == null) {
+      return MemberState.NOT_ISSUED;
+    }
+    return c.getState() == CollectiveState.STARTED ? MemberState.WAITING : MemberState.ISSUED;
+  }
+
+  private MemberState stateOf(int rank, GroupKey g, long seq, boolean p2p) {
+    RankIndex r = index.ranks.get(rank);
+    if (r == null || r.evidence.isEmpty() && !r.evidence.answered()) {
+      return MemberState.UNKNOWN;
+    }
+    RankIndex.Track t = r.tracks.get(g);
+    if (t == null) {
+      return r.evidence.isEmpty() ? MemberState.UNKNOWN : MemberState.NOT_ISSUED;
+    }
+    List<CollectiveRecord> recs = (p2p ? t.p2p : t.collectives).get(seq);
+    long completed = p2p ? t.p2pCompleted : t.completed;
+    long enqueued = p2p ? t.p2pEnqueued : t.enqueued;
+    if (recs != null) {
+      CollectiveState least = CollectiveState.COMPLETED;
+      for (CollectiveRecord rec : recs) {
+        if (rec.getStateValue() < least.getNumber()) {
+          least = rec.getState();
+        }
+      }
+      return switch (least) {
+        case COMPLETED -> MemberState.DONE;
+        case STARTED -> MemberState.WAITING;
+        default -> completed >= seq ? MemberState.DONE : MemberState.ISSUED;
+      };
+    }
+    long oldestHeld = p2p ? t.oldestHeldP2p : t.oldestHeld;
+    if (completed >= seq || seq < oldestHeld && enqueued >= seq && oldestHeld != Long.MAX_VALUE) {
+      return MemberState.DONE;
+    }
+    if (enqueued >= seq) {
+      return !p2p && t.started >= seq ? MemberState.WAITING : MemberState.ISSUED;
+    }
+    // Absence in an old window (no fresh snapshot) says nothing: the rank may have issued it since.
+    return r.evidence.answered() ? MemberState.NOT_ISSUED : MemberState.UNKNOWN;
+  }
+
+  private CollectiveRef ref(StuckOp.Key k, Map<Integer, MemberState> states, CollectiveRecord sample) {
+    ProcessGroup g = index.groups.get(k.group());
+    CollectiveRecord s = sample;
+    String op = s == null ? opFromEvents(k, states) : s.getOp();
+    if (k.owner() >= 0) {
+      // One rank's send/recv: say which pair, since its p2p seq is that rank's own count.
+      s = index.recordsOf(k.owner(), k.group(), k.seq(), true).stream().findFirst().orElse(s);
+      op = s == null ? "?" : s.getOp() + " " + k.owner() + (s.getOp().equals("recv") ? "<-" : "->") + s.getPeer();
+    }
+    return new CollectiveRef(k.group().name(), g == null ? "" : g.getDesc(), k.seq(), k.p2p(), op,
+        s == null || s.getCommsId() == 0 ? "" : CommsId.format(s.getCommsId()));
+  }
+
+  /** Without records (watchdog lines only), the op a rank's timeout event names. */
+  private String opFromEvents(StuckOp.Key k, Map<Integer, MemberState> states) {
+    for (int rank : states.keySet()) {
+      RankIndex r = index.ranks.get(rank);
+      if (r == null) {
+        continue;
+      }
+      for (RankEvent e : r.evidence.events()) {
+        if (e.getSeq() == k.seq() && !e.getOp().isEmpty()) {
+          return e.getOp();
+        }
+      }
+    }
+    return "collective";
+  }
+}

@@ -1,0 +1,260 @@
+package dev.frdiag.analysis;
+
+import static dev.frdiag.analysis.Wording.bare;
+import static dev.frdiag.analysis.Wording.capitalize;
+import static dev.frdiag.analysis.Wording.plural;
+import static dev.frdiag.analysis.Wording.recommendation;
+import static dev.frdiag.analysis.Wording.who;
+
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.proto.v1.Verdict;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+/**
+ * Turns classified stuck operations into one verdict: the preferred cause among the root operations (those that
+ * wait on nothing else), its culprits and confidence, the evidence in the order a person should read it, and, with
+ * no root at all, no hang, a dead rank before its next collective, or not enough evidence.
+ */
+final class VerdictRules {
+  /**
+   * Collectives a waiting rank may have issued past a stuck one before its program counts as having run on
+   * without the group. Asynchronous launch lets a rank whose own device or link is stuck issue a few more (a
+   * DDP backward issues one all_reduce per bucket); many more means its program never waited on this one.
+   */
+  static final long RUN_AHEAD = 16;
+
+  /** Consequence collectives named in the cascade evidence; the rest are counted. */
+  static final int CASCADE_LISTED = 5;
+
+  private static final Comparator<StuckOp> FIRST_REACHED = Comparator.comparingLong((StuckOp n) -> n.firstCreatedNs)
+      .thenComparing(n -> n.group).thenComparingLong(n -> n.seq);
+
+  private final JobIndex index;
+  private final StuckOperations stuck;
+  private final Wording wording;
+
+  VerdictRules(JobIndex index, StuckOperations stuck) {
+    this.index = index;
+    this.stuck = stuck;
+    this.wording = new Wording(index);
+  }
+
+  /**
+   * The diagnosis.
+   *
+   * @param mismatches the signature check's findings, whose culprits are already suspects of their operations
+   * @param jobEvidence facts about the whole job (rank events), listed after those about operations
+   */
+  Diagnosis verdict(List<SignatureCheck.Mismatch> mismatches, List<Evidence> jobEvidence) {
+    // Roots that wait on nothing else come first: a collective some of whose members are stuck elsewhere
+    // is at best a second symptom of the same fault. Then the one the job reached first.
+    List<StuckOp> roots = stuck.all().stream().filter(StuckOp::isRoot)
+        .sorted(Comparator.comparing((StuckOp n) -> !n.blockedBy().isEmpty()).thenComparing(FIRST_REACHED))
+        .toList();
+    if (roots.isEmpty()) {
+      return withoutRoot(jobEvidence);
+    }
+    List<Evidence> evidence = new ArrayList<>();
+    Cause cause = roots.stream().flatMap(n -> n.causes().stream()).min(Comparator.naturalOrder()).orElseThrow();
+    List<StuckOp> causal = roots.stream().filter(n -> n.suspected(cause)).toList();
+    Set<Integer> culprits = new TreeSet<>();
+    causal.forEach(n -> culprits.addAll(n.suspects(cause)));
+    StuckOp primary = causal.get(0);
+    if (cause == Cause.MISMATCH) {
+      mismatches.forEach(m -> evidence.add(m.evidence()));
+    }
+    evidence.addAll(wording.describe(primary));
+    List<StuckOp> alsoHeld = causal.subList(1, causal.size());
+    if (!alsoHeld.isEmpty()) {
+      // The same culprits hold up more collectives: one line, not a repeat of the story per collective.
+      Set<Integer> waiters = new TreeSet<>();
+      alsoHeld.forEach(n -> waiters.addAll(n.in(MemberState.WAITING)));
+      int more = alsoHeld.size() - CASCADE_LISTED;
+      evidence.add(new Evidence(Evidence.Kind.ALSO_HELD_UP, List.copyOf(culprits),
+          capitalize(who(List.copyOf(culprits)))
+          + " also hold" + (culprits.size() == 1 ? "s" : "") + " up " + listed(alsoHeld)
+          + (more > 0 ? " and " + more + " more" : "")
+          + (waiters.isEmpty() ? "" : ", where " + who(List.copyOf(waiters)) + " wait")));
+    }
+    for (StuckOp n : roots) {
+      if (!causal.contains(n)) {
+        evidence.addAll(wording.describe(n));
+      }
+    }
+    List<StuckOp> consequences = stuck.all().stream().filter(n -> !n.isRoot()).sorted(FIRST_REACHED).toList();
+    if (!consequences.isEmpty()) {
+      Set<Integer> waiters = new TreeSet<>();
+      consequences.forEach(n -> {
+        waiters.addAll(n.in(MemberState.WAITING));
+        waiters.addAll(n.in(MemberState.ISSUED));
+      });
+      waiters.removeAll(culprits);
+      int more = consequences.size() - CASCADE_LISTED;
+      evidence.add(new Evidence(Evidence.Kind.CASCADE, List.copyOf(waiters), consequences.size()
+          + " other collective" + (consequences.size() == 1 ? "" : "s") + " (" + listed(consequences)
+          + (more > 0 ? " and " + more + " more" : "") + ") wait only because some of their members are stuck "
+          + "behind the root cause" + (waiters.isEmpty() ? ""
+              : "; " + who(List.copyOf(waiters)) + " wait there as a consequence")));
+    }
+    List<Integer> silent = silent();
+    if (!silent.isEmpty()) {
+      evidence.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, silent,
+          "no fresh snapshot from ranks " + Ranks.compact(silent)));
+    }
+    evidence.addAll(jobEvidence);
+    List<Integer> culpritList = List.copyOf(culprits);
+    return diagnosis(Verdict.HANG, cause.symptom, culpritList, primary, confidence(cause, culpritList, primary),
+        evidence, wording.headline(cause, culpritList, primary), recommendation(cause.symptom));
+  }
+
+  /** No operation's own members explain it: no hang, a rank died before its next collective, or too little. */
+  private Diagnosis withoutRoot(List<Evidence> jobEvidence) {
+    List<Evidence> evidence = new ArrayList<>();
+    if (index.ranks.isEmpty()) {
+      evidence.addAll(jobEvidence);
+      evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), "no rank's records, dump or watchdog line"));
+      return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), null, 0.3, evidence,
+          "Nothing here says how the ranks stand: no Flight Recorder dump, no watchdog line.",
+          "Collect the ranks' Flight Recorder dumps (fr-diagnose analyze <folder>) or training logs.");
+    }
+    List<Integer> lost = index.ranks.keySet().stream().filter(index::isLost).toList();
+    if (stuck.isEmpty() && lost.isEmpty()) {
+      evidence.addAll(jobEvidence);
+      return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, 1.0, evidence,
+          "No hang: every process group with work is making progress.", "Nothing to do.");
+    }
+    if (stuck.isEmpty()) {
+      evidence.add(new Evidence(Evidence.Kind.RANK_LOST, lost, "ranks " + Ranks.compact(lost)
+          + " disconnected without saying goodbye; no collective is stuck yet"));
+      evidence.addAll(jobEvidence);
+      return diagnosis(Verdict.HANG, Symptom.DEAD_RANK, lost, null, 0.8, evidence,
+          "Rank" + plural(lost) + " " + bare(lost) + " died; the job will hang at its next collective.",
+          recommendation(Symptom.DEAD_RANK));
+    }
+    List<Integer> silent = silent();
+    StuckOp first = stuck.all().stream().min(FIRST_REACHED).orElseThrow();
+    evidence.addAll(wording.describe(first));
+    evidence.addAll(jobEvidence);
+    String missing = first.isAllIssuedNoneStarted()
+        ? "every member issued it and none completed, but the ranks do not record device start events, so a "
+            + "GPU stall cannot be told from a fabric fault: enable start events (TORCH_NCCL_ENABLE_TIMING=1) "
+            + "or add NCCL logs / InfiniBand counters"
+        : "the members that could explain it sent no usable evidence" + (silent.isEmpty() ? ""
+            : " (no snapshot from ranks " + Ranks.compact(silent) + ")");
+    long runAhead = runAhead(first);
+    if (first.isAllIssuedNoneStarted() && runAhead >= RUN_AHEAD) {
+      // A waiting rank whose program went on to issue many more collectives on the group was not held up by
+      // its own device or CPU: its peers' programs stopped short of this one.
+      List<Integer> ahead = first.states.keySet().stream().filter(r -> runAheadOf(r, first) >= RUN_AHEAD)
+          .toList();
+      evidence.add(new Evidence(Evidence.Kind.RAN_AHEAD, ahead, capitalize(who(ahead)) + " issued " + first.label()
+          + " and " + runAhead + " more collectives on " + first.group.name() + " after it while none "
+          + "completed: " + (ahead.size() == 1 ? "its" : "their") + " program ran on, so "
+          + (ahead.size() == 1 ? "it is" : "they are") + " not the culprit; a member that never issued it is"
+          + (silent.isEmpty() ? " (its evidence is not here)" : "")));
+      return diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(), first, 0.5, evidence,
+          capitalize(who(ahead)) + " ran " + runAhead + " collectives past " + first.label()
+              + ", which never completed: a peer never issued it (CPU side or a program divergence), so "
+              + who(ahead) + (ahead.size() == 1 ? " is" : " are") + " not the culprit.",
+          recommendation(Symptom.CPU_STALL));
+    }
+    evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), missing));
+    return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
+        "The job is stuck in " + first.label() + " but the evidence does not say why: " + missing + ".",
+        "Collect more evidence: " + missing + ".");
+  }
+
+  /** Ranks with no fresh snapshot that are not known to be lost. */
+  private List<Integer> silent() {
+    List<Integer> silent = new ArrayList<>();
+    for (int rank = 0; rank < index.job.worldSize(); rank++) {
+      RankIndex r = index.ranks.get(rank);
+      if (r == null || !r.evidence.answered() && r.evidence.liveness() != Liveness.LOST) {
+        silent.add(rank);
+      }
+    }
+    return silent;
+  }
+
+  private static String listed(List<StuckOp> ops) {
+    return ops.stream().limit(CASCADE_LISTED).map(StuckOp::label).collect(Collectors.joining(", "));
+  }
+
+  private double confidence(Cause cause, List<Integer> culprits, StuckOp primary) {
+    return switch (cause) {
+      case MISMATCH -> culprits.size() < primary.states.size() ? 0.95 : 0.6;
+      case DEAD -> culprits.stream().allMatch(index::isLost) ? 0.95 : 0.7;
+      case DEVICE_ERROR -> 0.95;
+      case CPU -> 0.9;
+      case GPU -> primary.in(MemberState.WAITING).isEmpty() ? 0.7 : 0.85;
+      case NO_EVIDENCE -> 0.6;
+      case WATCHDOG -> 0.6;
+      case FABRIC -> 0.6;
+    };
+  }
+
+  private long runAhead(StuckOp n) {
+    return n.states.keySet().stream().mapToLong(r -> runAheadOf(r, n)).max().orElse(0);
+  }
+
+  private long runAheadOf(int rank, StuckOp n) {
+    RankIndex.Track t = index.track(rank, n.group);
+    if (t == null || n.p2p) {
+      return 0;
+    }
+    return Math.max(0, t.enqueued - n.seq);
+  }
+
+  private Diagnosis diagnosis(Verdict verdict, Symptom symptom, List<Integer> culprits, StuckOp primary,
+      double confidence, List<Evidence> evidence, String headline, String recommendation) {
+    List<StuckCollective> stuckCollectives = stuck.all().stream()
+        .sorted(Comparator.comparing((StuckOp n) -> !n.isRoot()).thenComparingLong(n -> n.firstCreatedNs)
+            .thenComparing(n -> n.group).thenComparingLong(n -> n.seq))
+        .map(n -> new StuckCollective(n.ref, n.isRoot(), n.in(MemberState.DONE), n.in(MemberState.WAITING),
+            n.in(MemberState.ISSUED), n.in(MemberState.NOT_ISSUED), n.in(MemberState.UNKNOWN),
+            List.copyOf(n.blockedBy())))
+        .toList();
+    List<String> hosts = culprits.stream().map(index::host).filter(h -> !h.equals("?")).distinct().sorted()
+        .toList();
+    List<Culprit> details = culprits.stream().map(c -> culprit(c, primary)).toList();
+    long since = primary == null || primary.firstCreatedNs == Long.MAX_VALUE ? 0 : primary.firstCreatedNs;
+    return new Diagnosis(verdict, symptom, culprits, hosts, primary == null ? null : primary.ref, confidence,
+        evidence, details, stuckCollectives, RankStates.of(index), headline, recommendation, since);
+  }
+
+  private Culprit culprit(int rank, StuckOp primary) {
+    RankIndex r = index.ranks.get(rank);
+    if (r == null) {
+      return new Culprit(rank, "?", 0, -1, "", List.of());
+    }
+    String last = r.newest == null ? "" : recordLabel(r.newest);
+    CollectiveRecord at = primary == null ? null : stuck.recordsIn(primary, rank).stream().findFirst().orElse(null);
+    CollectiveRecord withStack = at != null && at.getFrameIdsCount() > 0 ? at
+        : r.oldestIncomplete != null && r.oldestIncomplete.getFrameIdsCount() > 0 ? r.oldestIncomplete
+        : r.newest;
+    List<String> stack = new ArrayList<>();
+    if (withStack != null) {
+      for (int id : withStack.getFrameIdsList()) {
+        Frame f = r.evidence.frames().get(id);
+        if (f != null) {
+          stack.add(f.getName() + " (" + f.getFilename() + ":" + f.getLine() + ")");
+        }
+      }
+    }
+    return new Culprit(rank, r.evidence.host(), r.evidence.identity().getPid(),
+        r.evidence.identity().getGlobalRank() == rank ? r.evidence.identity().getCudaDevice() : -1, last, stack);
+  }
+
+  private static String recordLabel(CollectiveRecord r) {
+    long seq = r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq();
+    return r.getProcessGroup() + (r.getIsP2P() ? " p2p#" : "#") + seq + " " + r.getOp() + " ("
+        + r.getState().name().toLowerCase() + ")";
+  }
+}

@@ -1,0 +1,123 @@
+package dev.frdiag.report;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.frdiag.analysis.CollectiveRef;
+import dev.frdiag.analysis.Culprit;
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.StuckCollective;
+import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.proto.v1.Verdict;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ReportJsonTest {
+  /** The frdiag.report/v1 text of {@link #everyField()}, pinned: the JSON is a public contract. */
+  private static final String GOLDEN = "/golden/report-every-field.json";
+
+  @Test
+  void writesEveryFieldExactlyAsPinned() throws IOException {
+    assertThat(ReportJson.write(everyField())).isEqualTo(golden());
+  }
+
+  @Test
+  void readsBackWhatItWrites() {
+    Report report = everyField();
+    assertThat(ReportJson.read(ReportJson.write(report))).isEqualTo(report);
+  }
+
+  @Test
+  void readsThePinnedText() throws IOException {
+    assertThat(ReportJson.read(golden())).isEqualTo(everyField());
+  }
+
+  @Test
+  void namesTheFieldAndValueOfAnUnknownEvidenceKind() throws IOException {
+    String json = golden().replace("\"kind\" : \"cascade\"", "\"kind\" : \"gremlins\"");
+    assertThatThrownBy(() -> ReportJson.read(json)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("not a frdiag report: unknown evidence kind 'gremlins' (field evidence[2].kind)");
+  }
+
+  @Test
+  void namesTheFieldAndValueOfAnUnknownTrigger() throws IOException {
+    String json = golden().replace("\"trigger\" : \"stall\"", "\"trigger\" : \"cosmic_ray\"");
+    assertThatThrownBy(() -> ReportJson.read(json)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("not a frdiag report: unknown trigger 'cosmic_ray' (field trigger)");
+  }
+
+  @Test
+  void namesTheValueOfAnUnknownRankState() throws IOException {
+    String json = golden().replace("\"state\" : \"lost\"", "\"state\" : \"on holiday\"");
+    assertThatThrownBy(() -> ReportJson.read(json)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("not a frdiag report: unknown rank state 'on holiday'")
+        .hasMessageContaining("rank_states[3]");
+  }
+
+  @Test
+  void namesTheFieldOfACreationTimeThatIsNoInstant() throws IOException {
+    String json = golden().replace("\"created_at\" : \"2025-03-14T09:26:53.589793Z\"",
+        "\"created_at\" : \"yesterday\"");
+    assertThatThrownBy(() -> ReportJson.read(json)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("not a frdiag report: 'yesterday' is not an ISO-8601 instant (field created_at)");
+  }
+
+  @Test
+  void everyWireNameReadsBackAsItsConstant() {
+    for (Evidence.Kind k : Evidence.Kind.values()) {
+      assertThat(Evidence.Kind.fromWire(k.wire())).isEqualTo(k);
+    }
+    for (Report.Trigger t : Report.Trigger.values()) {
+      assertThat(Report.Trigger.fromWire(t.wire())).isEqualTo(t);
+    }
+  }
+
+  static Report everyField() {
+    CollectiveRef tp = new CollectiveRef("tp1", "tensor_parallel", 42, false, "_all_gather_base",
+        "00a1b2c3d4e5f607");
+    CollectiveRef dp = new CollectiveRef("0", "", 17, false, "all_reduce", "");
+    List<Evidence> evidence = List.of(
+        new Evidence(Evidence.Kind.NOT_ISSUED, List.of(5), "Rank 5 never issued tp1#42 _all_gather_base"),
+        new Evidence(Evidence.Kind.WAITING, List.of(6, 4, 7), "Ranks 4, 6, 7 started tp1#42 _all_gather_base and wait"),
+        new Evidence(Evidence.Kind.CASCADE, List.of(0, 1, 2, 3), "1 other collective (0#17 all_reduce) waits"),
+        new Evidence(Evidence.Kind.RANK_EVENT, List.of(4), "Rank 4 reported watchdog timeout"),
+        new Evidence(Evidence.Kind.LINK_FAULT, List.of(), "node-b mlx5_0:1: link_downed +1 [ib counters]"),
+        new Evidence(Evidence.Kind.NO_SNAPSHOT, List.of(9), "no fresh snapshot from ranks [9]"));
+    Diagnosis d = new Diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(5), List.of("node-b"), tp, 0.9,
+        evidence,
+        List.of(new Culprit(5, "node-b", 4711, 1, "tp1#41 _all_gather_base (completed)",
+            List.of("wait_for_batch (loader.py:88)", "train_step (train.py:120)"))),
+        List.of(
+            new StuckCollective(tp, true, List.of(), List.of(4, 6, 7), List.of(), List.of(5), List.of(),
+                List.of()),
+            new StuckCollective(dp, false, List.of(8), List.of(0, 1, 2), List.of(3), List.of(), List.of(9),
+                List.of("tp1#42 _all_gather_base"))),
+        List.of(new Diagnosis.RankGroup(Diagnosis.State.IDLE, "", List.of(5)),
+            new Diagnosis.RankGroup(Diagnosis.State.NOT_STARTED, "all_reduce #17 on 0", List.of(3)),
+            new Diagnosis.RankGroup(Diagnosis.State.NOT_COMPLETED, "all_reduce #17 on 0", List.of(8)),
+            new Diagnosis.RankGroup(Diagnosis.State.LOST, "", List.of(10)),
+            new Diagnosis.RankGroup(Diagnosis.State.NO_EVIDENCE, "", List.of(9)),
+            new Diagnosis.RankGroup(Diagnosis.State.WAITING, "_all_gather_base #42 on tensor_parallel",
+                List.of(4, 6, 7))),
+        "Rank 5 (node-b) never issued _all_gather_base (tp1 tensor_parallel, seq 42): CPU-side stall.",
+        "Inspect the culprit's Python stack.", 1_741_944_000_000_000_000L);
+    List<Report.TimelineEntry> timeline = List.of(
+        new Report.TimelineEntry("2025-03-14T09:20:00Z", "first divergence: tp1#42 _all_gather_base"),
+        new Report.TimelineEntry("2025-03-14T09:26:53.5Z", "stall detected"),
+        new Report.TimelineEntry("2025-03-14T09:26:53.589793Z", "analysed 11 ranks in 3 ms; report written"));
+    return Report.of("job42-000003", "job42", Report.Trigger.STALL, Instant.parse("2025-03-14T09:26:53.589793Z"), d,
+        timeline);
+  }
+
+  private static String golden() throws IOException {
+    try (InputStream in = ReportJsonTest.class.getResourceAsStream(GOLDEN)) {
+      assertThat(in).as(GOLDEN).isNotNull();
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+}
