@@ -15,18 +15,31 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** Every kind of hang in a 64-rank job whose ranks keep 200 entries each: the faulty rank and the symptom. */
+/**
+ * Every kind of hang, in two job shapes: 64 ranks keeping 200 entries each, and 512 ranks (tensor-parallel 8, 4
+ * pipeline stages, data-parallel 16) whose short rings are cut in the middle of coalesced groups on the middle
+ * stages, as long real rings are cut too. The faulty rank sits in the middle of the job, never rank 0 or the last.
+ */
 class GeneratedHangsTest {
-  private static final int RANKS = 64;
-  private static final int ENTRIES = 200;
-  /** Second pipeline stage, last of its tensor-parallel group: no rank 0 or last-rank luck. */
-  private static final int FAULTY = 35;
+  /** A job shape and the rank the fault is put on. */
+  record Shape(int ranks, int entries, int faulty) {}
+
+  /** Second pipeline stage, last of its tensor-parallel group. */
+  static final Shape SMALL = new Shape(64, 200, 35);
+  /** Third pipeline stage (of four), in the middle of its tensor-parallel group. */
+  static final Shape LARGE = new Shape(512, 64, 300);
 
   @TempDir
   Path dir;
 
   static Stream<Arguments> hangs() {
-    return Hangs.everyKind(RANKS, ENTRIES, FAULTY);
+    return Stream.of(SMALL, LARGE).flatMap(s -> Hangs.everyKind(s.ranks(), s.entries(), s.faulty()));
+  }
+
+  static Stream<Arguments> orderCases() {
+    return Stream.of(Arguments.of(Hangs.job(SMALL.ranks(), SMALL.entries(), Kind.GPU_STALL, SMALL.faulty())
+            .timing(true)),
+        Arguments.of(Hangs.job(LARGE.ranks(), LARGE.entries(), Kind.CPU_STALL, LARGE.faulty())));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -36,9 +49,9 @@ class GeneratedHangsTest {
     Hangs.assertDiagnosed(job, dir);
   }
 
-  @Test
-  void theReportDoesNotDependOnTheOrderFilesWereWrittenIn() {
-    Hangs.Case c = Hangs.job(RANKS, ENTRIES, Kind.GPU_STALL, FAULTY).timing(true);
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("orderCases")
+  void theReportDoesNotDependOnTheOrderFilesWereWrittenIn(Hangs.Case c) {
     Path first = dir.resolve("first");
     Path second = dir.resolve("second");
     FaultyDumps one = Hangs.write(c.seed(1), first, Encoding.PICKLE);
@@ -51,7 +64,7 @@ class GeneratedHangsTest {
 
   @Test
   void aRankThatNeverIssuedIsNamedWithTheCollectiveItsPeersWaitIn() {
-    Hangs.Case c = Hangs.job(RANKS, ENTRIES, Kind.CPU_STALL, FAULTY);
+    Hangs.Case c = Hangs.job(SMALL.ranks(), SMALL.entries(), Kind.CPU_STALL, SMALL.faulty());
     Analyze.Result r = Hangs.assertDiagnosed(Hangs.write(c, dir, Encoding.PICKLE), dir);
     // Rank 35 is the last of tensor-parallel group 32-35, whose first op of the step it never issued.
     assertThat(r.report().headline()).startsWith("Rank 35 never issued _all_gather_base (")
