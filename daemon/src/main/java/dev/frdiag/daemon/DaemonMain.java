@@ -88,7 +88,7 @@ public final class DaemonMain implements Callable<Integer> {
   }
 
   /** Parses "30s", "500ms", "2m", "1h" or ISO-8601 ("PT30S"). */
-  public static Duration parseDuration(String value) {
+  static Duration parseDuration(String value) {
     String v = value.trim().toLowerCase();
     try {
       if (v.startsWith("pt")) {
