@@ -100,7 +100,8 @@ public final class ReportStore {
           index(r);
         } catch (IOException | RuntimeException e) {
           // Whatever is wrong with one file (truncated, garbage, "null", a missing field) must not cost the others.
-          log.warn("skipping unreadable report file {}: {}", file, e.getMessage() == null ? e.toString() : e.getMessage());
+          log.warn("skipping unreadable report file {}: {}", file,
+              e.getMessage() == null ? e.toString() : e.getMessage());
         }
       }
     }

@@ -75,8 +75,8 @@ class SnapshotQuorumTest {
         });
         synchronized (self) {
           self[0].onNext(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
-              .setJobId("q").setGlobalRank(r).setWorldSize(worldSize).setHostname("n").setPid(r)).addProcessGroups(world))
-              .build());
+              .setJobId("q").setGlobalRank(r).setWorldSize(worldSize).setHostname("n").setPid(r))
+              .addProcessGroups(world)).build());
         }
         streams.add(self[0]);
       }

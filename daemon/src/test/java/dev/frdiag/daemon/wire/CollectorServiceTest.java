@@ -10,26 +10,26 @@ import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectorGrpc;
-import dev.frdiag.proto.v1.DaemonMessage;
-import dev.frdiag.proto.v1.DiagnosisGrpc;
-import dev.frdiag.proto.v1.GetJobStatusRequest;
-import dev.frdiag.proto.v1.Heartbeat;
-import dev.frdiag.proto.v1.Hello;
-import dev.frdiag.proto.v1.ProcessGroup;
-import dev.frdiag.proto.v1.RankIdentity;
-import dev.frdiag.proto.v1.RankMessage;
-import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.ContextAck;
+import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
+import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.GetJobStatusRequest;
 import dev.frdiag.proto.v1.Goodbye;
+import dev.frdiag.proto.v1.Heartbeat;
+import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.JobStatus;
 import dev.frdiag.proto.v1.JobSummary;
 import dev.frdiag.proto.v1.NodeContext;
+import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.ProcessGroupUpdate;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
@@ -57,7 +57,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The Collector service in-process: each message of the Connect stream, ReportContext, and how bad input is refused. */
+/**
+ * The Collector service in-process: each message of the Connect stream, ReportContext, and how bad input is
+ * refused.
+ */
 class CollectorServiceTest {
   @TempDir
   Path dataDir;
