@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Warmup;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
@@ -9,6 +10,7 @@ import dev.frdiag.daemon.wire.CollectorService;
 import dev.frdiag.daemon.wire.DiagnosisService;
 import dev.frdiag.proto.v1.CollectorConfig;
 import io.grpc.Server;
+import io.grpc.ServerBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -38,34 +40,59 @@ public final class Daemon implements AutoCloseable {
   private final ExecutorService analysisExecutor;
   private final Server server;
   private final Object lock = new Object();
+  /** Null when the caller supplied the transport: then there is no address of ours to name. */
+  private final InetSocketAddress address;
+
+  @GuardedBy("lock")
   private boolean started;
+
+  @GuardedBy("lock")
   private boolean closed;
 
+  /** A daemon served by Netty on the settings' address and port. */
   public Daemon(DaemonSettings settings) {
+    this(settings, netty(settings), new InetSocketAddress(settings.bindAddress(), settings.port()));
+  }
+
+  /**
+   * A daemon served by {@code transport} (e.g. an in-process server in tests). The settings' address and port are
+   * ignored, as are Netty's keepalive settings; the message size limit and the services are applied to it.
+   */
+  public Daemon(DaemonSettings settings, ServerBuilder<?> transport) {
+    this(settings, transport, null);
+  }
+
+  private Daemon(DaemonSettings settings, ServerBuilder<?> transport, InetSocketAddress address) {
     this.settings = settings;
+    this.address = address;
     this.registry = new JobRegistry(settings.window());
     this.store = new ReportStore(settings.dataDir());
     this.analysisExecutor = Executors.newFixedThreadPool(2, daemonThreads("frdiag-analysis"));
     ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(daemonThreads("frdiag-watchdog"));
-    this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, settings.stallTimeout());
+    this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
+        settings.stallTimeout());
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
     CollectorConfig config = CollectorConfig.newBuilder()
         .setHeartbeatIntervalMs(settings.heartbeatInterval().toMillis()).build();
-    this.server = NettyServerBuilder.forAddress(new InetSocketAddress(settings.bindAddress(), settings.port()))
+    this.server = transport
         // The transport limit sits above the service's own check, so a rank over the limit gets a clear
         // RESOURCE_EXHAUSTED on its stream instead of a bare transport reset; far larger frames are still cut.
         .maxInboundMessageSize(settings.maxMessageBytes() * 2 + 64 * 1024)
+        .addService(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
+            System::nanoTime, System::currentTimeMillis))
+        .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline()))
+        .build();
+  }
+
+  private static NettyServerBuilder netty(DaemonSettings settings) {
+    return NettyServerBuilder.forAddress(new InetSocketAddress(settings.bindAddress(), settings.port()))
         // Ranks keep streams open for the job's lifetime; allow their keepalive pings.
         .permitKeepAliveTime(10, TimeUnit.SECONDS)
         .permitKeepAliveWithoutCalls(true)
         // A host that vanishes without closing its connections (power loss, partition) is detected here: its
         // streams end, and its ranks count as lost.
         .keepAliveTime(10, TimeUnit.SECONDS)
-        .keepAliveTimeout(5, TimeUnit.SECONDS)
-        .addService(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
-            System::nanoTime, System::currentTimeMillis))
-        .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline()))
-        .build();
+        .keepAliveTimeout(5, TimeUnit.SECONDS);
   }
 
   /**
@@ -81,38 +108,33 @@ public final class Daemon implements AutoCloseable {
       try {
         server.start();
       } catch (IOException e) {
-        throw new UncheckedIOException("cannot listen on " + settings.bindAddress() + ":" + settings.port()
-            + ": " + e.getMessage(), e);
+        throw new UncheckedIOException((address == null ? "cannot start the server"
+            : "cannot listen on " + settings.bindAddress() + ":" + settings.port()) + ": " + e.getMessage(), e);
       }
       watchdog.start();
       // Compile the analysis before the first incident needs it; low priority work on an idle executor.
       analysisExecutor.execute(() -> Warmup.run(WARMUP_ROUNDS));
       started = true;
     }
-    log.info("frdiag daemon listening on {}:{} data-dir={} stall-timeout={}s", settings.bindAddress(), port(),
+    String where = address == null ? server.getListenSockets().toString() : settings.bindAddress() + ":" + port();
+    log.info("frdiag daemon listening on {} data-dir={} stall-timeout={}s", where,
         settings.dataDir().toAbsolutePath(), settings.stallTimeout().toMillis() / 1000.0);
     return this;
   }
 
-  /** The bound port (the real one when started with port 0). */
+  /** The bound port (the real one when started with port 0); -1 when the transport has no port. */
   public int port() {
     return server.getPort();
   }
 
-  public DaemonSettings settings() {
-    return settings;
-  }
-
+  /** The reports written so far and from earlier runs on the same data dir. */
   public ReportStore store() {
     return store;
   }
 
+  /** The jobs this daemon tracks. */
   public JobRegistry registry() {
     return registry;
-  }
-
-  public Watchdog watchdog() {
-    return watchdog;
   }
 
   /** Stops intake, lets calls in flight finish for up to 5 s, then forces everything down. */

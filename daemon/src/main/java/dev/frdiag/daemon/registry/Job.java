@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.registry;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
 import dev.frdiag.analysis.RankEvidence;
@@ -30,14 +31,21 @@ public final class Job {
   private final String id;
   private final int window;
   private final Object lock = new Object();
-  // Guarded by lock.
+  /** Each rank's state is guarded by {@link #lock} as well. */
+  @GuardedBy("lock")
   private final Map<Integer, RankState> ranks = new TreeMap<>();
+  @GuardedBy("lock")
   private int worldSize;
   private final long firstSeenMs;
+  @GuardedBy("lock")
   private boolean incidentOpen;
+  @GuardedBy("lock")
   private String incidentTrigger = "";
+  @GuardedBy("lock")
   private long incidentReportedNanos;
+  @GuardedBy("lock")
   private String latestReportId = "";
+  @GuardedBy("lock")
   private final Map<String, NodeContext> contexts = new TreeMap<>();
 
   Job(String id, int worldSize, int window, long nowMs) {
@@ -49,12 +57,6 @@ public final class Job {
 
   public String id() {
     return id;
-  }
-
-  public int worldSize() {
-    synchronized (lock) {
-      return worldSize;
-    }
   }
 
   /**

@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /** Every job the daemon knows, by id. Jobs are independent: nothing here holds more than one job's lock. */
 public final class JobRegistry {
+  // Concurrent rather than one lock: ranks of different jobs connect at once and must not wait for each other.
   private final ConcurrentHashMap<String, Job> jobs = new ConcurrentHashMap<>();
   /** Node context posted before the job's first rank connected; handed to the job when it appears. */
   private final ConcurrentHashMap<String, Map<String, NodeContext>> earlyContext = new ConcurrentHashMap<>();

@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.store;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
@@ -35,12 +36,16 @@ public final class ReportStore {
 
   private final Path root;
   private final Object lock = new Object();
-  // Guarded by lock: job → reports (oldest first), and the last counter used per job.
+  /** Job → reports, oldest first. */
+  @GuardedBy("lock")
   private final Map<String, List<Report>> byJob = new TreeMap<>();
+  /** Job → the last report number used. */
+  @GuardedBy("lock")
   private final Map<String, Integer> counters = new HashMap<>();
 
   /**
-   * Opens (creating if needed) the store under {@code dataDir} and loads its index.
+   * Opens (creating if needed) the store under {@code dataDir} and loads its index. Files that are not readable
+   * reports are logged and left where they are.
    *
    * @throws UncheckedIOException when the directory cannot be created or listed
    */
@@ -48,9 +53,15 @@ public final class ReportStore {
     this.root = dataDir.resolve("reports");
     try {
       Files.createDirectories(root);
-      try (DirectoryStream<Path> jobs = Files.newDirectoryStream(root, Files::isDirectory)) {
-        for (Path jobDir : jobs) {
-          load(jobDir);
+      synchronized (lock) {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(root)) {
+          for (Path entry : entries) {
+            if (Files.isDirectory(entry) && JOB_ID.matcher(entry.getFileName().toString()).matches()) {
+              load(entry);
+            } else {
+              log.warn("ignoring {}: not a job's report directory", entry);
+            }
+          }
         }
       }
     } catch (IOException e) {
@@ -58,23 +69,49 @@ public final class ReportStore {
     }
   }
 
+  @GuardedBy("lock")
   private void load(Path jobDir) throws IOException {
-    try (DirectoryStream<Path> files = Files.newDirectoryStream(jobDir, "*.json")) {
+    String job = jobDir.getFileName().toString();
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(jobDir)) {
       for (Path file : files) {
+        String name = file.getFileName().toString();
+        if (name.endsWith(".md")) {
+          // The Markdown rendering of the JSON beside it.
+          continue;
+        }
+        if (name.endsWith(".tmp")) {
+          log.warn("ignoring {}: a report write that never finished (the daemon stopped while writing it)", file);
+          continue;
+        }
+        if (!name.endsWith(".json")) {
+          log.warn("ignoring {}: not a report file", file);
+          continue;
+        }
+        // Even an unreadable report keeps its number, so a new report never overwrites it.
+        var m = REPORT_ID.matcher(name.substring(0, name.length() - ".json".length()));
+        if (m.matches() && m.group(1).equals(job)) {
+          counters.merge(job, Integer.parseInt(m.group(2)), Math::max);
+        }
         try {
           Report r = ReportJson.read(Files.readString(file, StandardCharsets.UTF_8));
+          if (!job.equals(r.job())) {
+            throw new IllegalArgumentException("it belongs to job " + r.job() + ", not " + job);
+          }
           index(r);
-        } catch (IOException | IllegalArgumentException e) {
-          log.warn("skipping unreadable report file {}: {}", file, e.getMessage());
+        } catch (IOException | RuntimeException e) {
+          // Whatever is wrong with one file (truncated, garbage, "null", a missing field) must not cost the others.
+          log.warn("skipping unreadable report file {}: {}", file,
+              e.getMessage() == null ? e.toString() : e.getMessage());
         }
       }
     }
-    List<Report> reports = byJob.get(jobDir.getFileName().toString());
+    List<Report> reports = byJob.get(job);
     if (reports != null) {
       reports.sort(Comparator.comparing(Report::reportId));
     }
   }
 
+  @GuardedBy("lock")
   private void index(Report r) {
     var m = REPORT_ID.matcher(r.reportId());
     if (!m.matches() || !m.group(1).equals(r.job())) {

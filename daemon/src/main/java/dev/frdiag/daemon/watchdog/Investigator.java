@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.watchdog;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
@@ -12,6 +13,7 @@ import dev.frdiag.proto.v1.DumpRequest;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +26,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,9 +42,12 @@ public final class Investigator {
   private final ReportStore store;
   private final Executor executor;
   private final Supplier<Instant> clock;
+  private final LongSupplier nanoTime;
   private final Duration stallThreshold;
   private final AtomicLong requestIds = new AtomicLong();
+  // Concurrent rather than locked: replies arrive on many rank streams at once and must not queue behind each other.
   private final Map<Long, Gather> pending = new ConcurrentHashMap<>();
+  // Watchers come and go rarely; every report walks the list, from the analysis threads.
   private final List<ReportSink> sinks = new CopyOnWriteArrayList<>();
   private final ScheduledExecutorService scheduler;
 
@@ -51,11 +57,12 @@ public final class Investigator {
   static final Duration QUORUM_QUIET = Duration.ofMillis(300);
 
   public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
-      Supplier<Instant> clock, Duration stallThreshold) {
+      Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold) {
     this.store = store;
     this.executor = executor;
     this.scheduler = scheduler;
     this.clock = clock;
+    this.nanoTime = nanoTime;
     this.stallThreshold = stallThreshold;
   }
 
@@ -81,7 +88,7 @@ public final class Investigator {
     Instant start = clock.get();
     timeline.add(new Report.TimelineEntry(start.toString(), describe(trigger)));
     long id = requestIds.incrementAndGet();
-    Gather gather = new Gather(job.id());
+    Gather gather = new Gather(job.id(), nanoTime);
     pending.put(id, gather);
     List<Integer> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
         .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).build());
@@ -150,14 +157,20 @@ public final class Investigator {
   /** Replies gathered for one request. */
   private static final class Gather {
     final String jobId;
+    private final LongSupplier nanoTime;
     final CompletableFuture<Void> done = new CompletableFuture<>();
-    private final Map<Integer, DumpReply> replies = new ConcurrentHashMap<>();
+    @GuardedBy("this")
+    private final Map<Integer, DumpReply> replies = new HashMap<>();
+    @GuardedBy("this")
     private final Set<Integer> expected = new HashSet<>();
+    @GuardedBy("this")
     private boolean expectedKnown;
+    @GuardedBy("this")
     private long lastReplyNanos;
 
-    Gather(String jobId) {
+    Gather(String jobId, LongSupplier nanoTime) {
       this.jobId = jobId;
+      this.nanoTime = nanoTime;
     }
 
     synchronized void expect(List<Integer> ranks) {
@@ -168,7 +181,7 @@ public final class Investigator {
 
     synchronized void add(int rank, DumpReply reply) {
       replies.put(rank, reply);
-      lastReplyNanos = System.nanoTime();
+      lastReplyNanos = nanoTime.getAsLong();
       checkDone();
     }
 
@@ -180,11 +193,12 @@ public final class Investigator {
       int missing = expected.size() - replies.size();
       int allowed = expected.size() / 100;
       if (expectedKnown && replies.size() > 0 && missing <= allowed
-          && System.nanoTime() - lastReplyNanos >= QUORUM_QUIET.toNanos()) {
+          && nanoTime.getAsLong() - lastReplyNanos >= QUORUM_QUIET.toNanos()) {
         done.complete(null);
       }
     }
 
+    @GuardedBy("this")
     private void checkDone() {
       if (expectedKnown && replies.keySet().containsAll(expected)) {
         done.complete(null);

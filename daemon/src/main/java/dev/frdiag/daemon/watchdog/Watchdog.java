@@ -23,6 +23,7 @@ public final class Watchdog implements AutoCloseable {
   private final DaemonSettings settings;
   private final LongSupplier nanoTime;
   private final ScheduledExecutorService scheduler;
+  // Concurrent: the scheduler's passes and a caller's checkAll() may overlap.
   private final Map<String, Long> incidentOpenedAt = new ConcurrentHashMap<>();
 
   public Watchdog(JobRegistry registry, Investigator investigator, DaemonSettings settings, LongSupplier nanoTime,
@@ -39,8 +40,8 @@ public final class Watchdog implements AutoCloseable {
     scheduler.scheduleWithFixedDelay(this::checkAll, period, period, TimeUnit.NANOSECONDS);
   }
 
-  /** One pass over every job; exposed so tests can drive it without waiting. */
-  public void checkAll() {
+  /** One pass over every job; tests drive it directly, with their own clock. */
+  void checkAll() {
     for (Job job : registry.all()) {
       try {
         check(job);

@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.wire;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.RankLink;
@@ -67,12 +68,16 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     return new Session((ServerCallStreamObserver<DaemonMessage>) responses);
   }
 
-  /** Per-stream state; gRPC delivers one inbound message at a time. */
+  /**
+   * Per-stream state. gRPC delivers one inbound message at a time, so job and identity need no lock; only
+   * {@code ended} is shared with the investigation threads that send dump requests.
+   */
   private final class Session implements StreamObserver<RankMessage>, RankLink {
     private final ServerCallStreamObserver<DaemonMessage> out;
     private final String id = UUID.randomUUID().toString();
     private Job job;
     private RankIdentity identity;
+    @GuardedBy("this")
     private boolean ended;
 
     Session(ServerCallStreamObserver<DaemonMessage> out) {
@@ -81,8 +86,10 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
 
     @Override
     public void onNext(RankMessage message) {
-      if (ended) {
-        return;
+      synchronized (this) {
+        if (ended) {
+          return;
+        }
       }
       int size = message.getSerializedSize();
       if (size > maxMessageBytes) {
@@ -135,7 +142,9 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         }
         case GOODBYE -> {
           job.finished(rank, id);
-          ended = true;
+          synchronized (this) {
+            ended = true;
+          }
           log.info("job={} rank={} said goodbye: {}", job.id(), rank, message.getGoodbye().getReason());
         }
         case HELLO -> throw new IllegalArgumentException("a stream carries one Hello; open a new stream instead");

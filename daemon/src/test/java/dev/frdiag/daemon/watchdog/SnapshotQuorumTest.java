@@ -3,8 +3,12 @@ package dev.frdiag.daemon.watchdog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.InProcessDaemon;
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.registry.RankLink;
+import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.proto.v1.CollectorGrpc;
@@ -17,13 +21,17 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
 import io.grpc.ManagedChannel;
-import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.time.Instant;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,59 +41,87 @@ class SnapshotQuorumTest {
 
   @Test
   void aStragglerDoesNotHoldTheDiagnosisUntilTheDeadline() throws Exception {
-    try (Daemon daemon = new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
-        .build()).start()) {
-      ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
-      try {
-        List<StreamObserver<RankMessage>> streams = new ArrayList<>();
-        // 101 ranks: the 1 % the quorum may leave out is one rank.
-        int worldSize = 101;
-        ProcessGroup.Builder worldBuilder = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
-        for (int r = 0; r < worldSize; r++) {
-          worldBuilder.addRanks(r);
-        }
-        ProcessGroup world = worldBuilder.build();
-        for (int r = 0; r < worldSize; r++) {
-          boolean answers = r != 2;
-          StreamObserver<RankMessage>[] self = new StreamObserver[1];
-          self[0] = CollectorGrpc.newStub(channel).connect(new StreamObserver<>() {
-            @Override
-            public void onNext(DaemonMessage m) {
-              if (answers && m.hasDumpRequest()) {
-                synchronized (self) {
-                  self[0].onNext(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder()
-                      .setRequestId(m.getDumpRequest().getRequestId())).build());
-                }
+    try (InProcessDaemon served = new InProcessDaemon(DaemonSettings.builder().dataDir(dataDir).build())) {
+      ManagedChannel channel = served.channel();
+      List<StreamObserver<RankMessage>> streams = new ArrayList<>();
+      // 101 ranks: the 1 % the quorum may leave out is one rank.
+      int worldSize = 101;
+      ProcessGroup.Builder worldBuilder = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
+      for (int r = 0; r < worldSize; r++) {
+        worldBuilder.addRanks(r);
+      }
+      ProcessGroup world = worldBuilder.build();
+      for (int r = 0; r < worldSize; r++) {
+        boolean answers = r != 2;
+        StreamObserver<RankMessage>[] self = new StreamObserver[1];
+        self[0] = CollectorGrpc.newStub(channel).connect(new StreamObserver<>() {
+          @Override
+          public void onNext(DaemonMessage m) {
+            if (answers && m.hasDumpRequest()) {
+              synchronized (self) {
+                self[0].onNext(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder()
+                    .setRequestId(m.getDumpRequest().getRequestId())).build());
               }
             }
-
-            @Override
-            public void onError(Throwable t) {
-            }
-
-            @Override
-            public void onCompleted() {
-            }
-          });
-          synchronized (self) {
-            self[0].onNext(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
-                .setJobId("q").setGlobalRank(r).setWorldSize(worldSize).setHostname("n").setPid(r)).addProcessGroups(world))
-                .build());
           }
-          streams.add(self[0]);
-        }
-        await().atMost(Duration.ofSeconds(10)).until(() -> daemon.registry().find("q")
-            .map(j -> j.summary().getRanksConnected() == worldSize).orElse(false));
 
-        // The deadline is a minute; the answer must not wait for it.
-        var envelope = DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS)
-            .diagnoseNow(DiagnoseNowRequest.newBuilder().setJobId("q").setSnapshotDeadlineMs(60_000).build());
-        Report report = ReportJson.read(envelope.getReportJson());
-        assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("100 of 101 snapshots received"));
-        streams.forEach(StreamObserver::onCompleted);
-      } finally {
-        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+          @Override
+          public void onError(Throwable t) {
+          }
+
+          @Override
+          public void onCompleted() {
+          }
+        });
+        synchronized (self) {
+          self[0].onNext(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
+              .setJobId("q").setGlobalRank(r).setWorldSize(worldSize).setHostname("n").setPid(r))
+              .addProcessGroups(world)).build());
+        }
+        streams.add(self[0]);
       }
+      await().atMost(Duration.ofSeconds(10)).until(() -> served.daemon().registry().find("q")
+          .map(j -> j.summary().getRanksConnected() == worldSize).orElse(false));
+
+      // The deadline is a minute; the answer must not wait for it.
+      var envelope = DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS)
+          .diagnoseNow(DiagnoseNowRequest.newBuilder().setJobId("q").setSnapshotDeadlineMs(60_000).build());
+      Report report = ReportJson.read(envelope.getReportJson());
+      assertThat(report.timeline()).anySatisfy(t -> assertThat(t.event()).startsWith("100 of 101 snapshots received"));
+      streams.forEach(StreamObserver::onCompleted);
+    }
+  }
+
+  @Test
+  void repliesMustHaveStoppedForAWhileOnTheInvestigatorsClockBeforeAQuorumIsFinal() throws Exception {
+    AtomicLong nanos = new AtomicLong(42);
+    ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+    try {
+      Investigator investigator = new Investigator(new ReportStore(dataDir), Runnable::run, scheduler,
+          () -> Instant.EPOCH.plusNanos(nanos.get()), nanos::get, Duration.ofSeconds(30));
+      int worldSize = 101;
+      ProcessGroup.Builder world = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
+      for (int r = 0; r < worldSize; r++) {
+        world.addRanks(r);
+      }
+      Job job = new JobRegistry(16).getOrCreate("q", worldSize, 0);
+      for (int r = 0; r < worldSize; r++) {
+        int rank = r;
+        // Rank 2 is the straggler; the others answer at once.
+        RankLink link = rank == 2 ? request -> { } : request -> investigator.onDumpReply("q", rank,
+            DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
+        job.attach(RankIdentity.newBuilder().setJobId("q").setGlobalRank(r).setWorldSize(worldSize)
+            .setHostname("n").setPid(r).build(), List.of(world.build()), link, "s" + r, 0, nanos.get(), 0);
+      }
+
+      CompletableFuture<Report> report = investigator.investigate(job, "on_demand", Duration.ofSeconds(60));
+      // The quorum is checked every 50 ms of real time, but the quiet it needs is measured on the injected clock.
+      await().during(Duration.ofMillis(600)).atMost(Duration.ofSeconds(5)).until(() -> !report.isDone());
+      nanos.addAndGet(Investigator.QUORUM_QUIET.toNanos());
+      assertThat(report.get(5, TimeUnit.SECONDS).timeline())
+          .anySatisfy(t -> assertThat(t.event()).startsWith("100 of 101 snapshots received"));
+    } finally {
+      scheduler.shutdownNow();
     }
   }
 }

@@ -1,28 +1,45 @@
 package dev.frdiag.daemon.wire;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
-import dev.frdiag.daemon.Daemon;
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectorGrpc;
+import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.DaemonMessage;
+import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.GetJobStatusRequest;
+import dev.frdiag.proto.v1.Goodbye;
 import dev.frdiag.proto.v1.Heartbeat;
 import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.JobStatus;
+import dev.frdiag.proto.v1.JobSummary;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.ProcessGroupUpdate;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.proto.v1.RankStatus;
 import dev.frdiag.proto.v1.RecordBatch;
+import dev.frdiag.proto.v1.ReportEnvelope;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
 import io.grpc.CallOptions;
 import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
-import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -30,30 +47,35 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+/**
+ * The Collector service in-process: each message of the Connect stream, ReportContext, and how bad input is
+ * refused.
+ */
 class CollectorServiceTest {
   @TempDir
   Path dataDir;
 
-  private Daemon daemon;
+  private InProcessDaemon daemon;
   private ManagedChannel channel;
 
   @BeforeEach
   void start() {
-    daemon = new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
-        .maxMessageBytes(256 * 1024).build()).start();
-    channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
+    daemon = new InProcessDaemon(DaemonSettings.builder().dataDir(dataDir).maxMessageBytes(256 * 1024).build());
+    channel = daemon.channel();
   }
 
   @AfterEach
   void stop() throws InterruptedException {
-    channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
     daemon.close();
   }
 
@@ -167,6 +189,220 @@ class CollectorServiceTest {
     Status status = closed.get(5, TimeUnit.SECONDS);
     assertThat(status.isOk()).isFalse();
     healthyJobIsConnected();
+  }
+
+  /** One rank's stream as a test drives it: what the daemon sent, and how it ended the stream. */
+  private final class Rank implements StreamObserver<DaemonMessage> {
+    final BlockingQueue<DaemonMessage> received = new LinkedBlockingQueue<>();
+    final CompletableFuture<Status> ended = new CompletableFuture<>();
+    final StreamObserver<RankMessage> out = CollectorGrpc.newStub(channel).connect(this);
+
+    Rank send(RankMessage m) {
+      out.onNext(m);
+      return this;
+    }
+
+    DaemonMessage next() throws InterruptedException {
+      DaemonMessage m = received.poll(5, TimeUnit.SECONDS);
+      assertThat(m).as("a message from the daemon within 5 s").isNotNull();
+      return m;
+    }
+
+    Status end() throws Exception {
+      return ended.get(5, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void onNext(DaemonMessage value) {
+      received.add(value);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      ended.complete(Status.fromThrowable(t));
+    }
+
+    @Override
+    public void onCompleted() {
+      ended.complete(Status.OK);
+    }
+  }
+
+  /** A Rank that has been welcomed. */
+  private Rank connected(String job, int rank, int worldSize) throws InterruptedException {
+    Rank r = new Rank().send(hello(job, rank, worldSize));
+    assertThat(r.next().hasWelcome()).isTrue();
+    return r;
+  }
+
+  private JobStatus status(String job) {
+    return DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS)
+        .getJobStatus(GetJobStatusRequest.newBuilder().setJobId(job).setIncludeRanks(true).build());
+  }
+
+  private static CollectiveRecord allReduce(long id, long seq) {
+    return CollectiveRecord.newBuilder().setRecordId(id).setProcessGroup("0").setOp("all_reduce")
+        .setCollectiveSeq(seq).setTimeCreatedNs(1_000 + id).build();
+  }
+
+  @Test
+  void helloIsWelcomedWithASessionAndTheHeartbeatIntervalToUse() throws Exception {
+    Rank rank = new Rank().send(hello("job", 0, 2));
+    DaemonMessage first = rank.next();
+    assertThat(first.getWelcome().getSessionId()).isNotEmpty();
+    assertThat(first.getWelcome().getConfig().getHeartbeatIntervalMs())
+        .isEqualTo(DaemonSettings.DEFAULT_HEARTBEAT_INTERVAL.toMillis());
+    assertThat(status("job").getRanksList()).extracting(RankStatus::getGlobalRank, RankStatus::getLiveness)
+        .containsExactly(tuple(0, RankStatus.Liveness.CONNECTED));
+    assertThat(status("job").getSummary().getWorldSize()).isEqualTo(2);
+  }
+
+  @Test
+  void recordsAndHeartbeatsBecomeTheRanksWindowProgressAndDropCount() throws Exception {
+    Rank rank = connected("job", 0, 1);
+    rank.send(RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(allReduce(1, 1))
+        .addRecords(allReduce(2, 2)).setDroppedRecords(3)).build());
+    ProcessGroupProgress progress = ProcessGroupProgress.newBuilder().setProcessGroup("0").setLastEnqueuedSeq(2)
+        .setLastCompletedSeq(1).build();
+    rank.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder().addProgress(progress)
+        .setDroppedRecords(7)).build());
+
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+      RankEvidence held = daemon.daemon().registry().find("job").orElseThrow()
+          .evidence(Map.of(), 0, Duration.ofSeconds(1), "not asked").ranks().get(0);
+      assertThat(held.records()).containsExactly(allReduce(1, 1), allReduce(2, 2));
+      assertThat(held.progress()).containsExactly(progress);
+      assertThat(status("job").getRanks(0).getDroppedRecords()).isEqualTo(7);
+    });
+  }
+
+  @Test
+  void goodbyeMarksTheRankFinished() throws Exception {
+    Rank rank = connected("job", 0, 1);
+    rank.send(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("training done")).build());
+    rank.out.onCompleted();
+    assertThat(rank.end()).isEqualTo(Status.OK);
+    JobSummary summary = status("job").getSummary();
+    assertThat(summary.getRanksFinished()).isEqualTo(1);
+    assertThat(summary.getRanksLost()).isZero();
+    assertThat(status("job").getRanks(0).getLiveness()).isEqualTo(RankStatus.Liveness.FINISHED);
+  }
+
+  @Test
+  void streamClosedWithoutGoodbyeMarksTheRankLost() throws Exception {
+    Rank rank = connected("job", 0, 1);
+    rank.out.onCompleted();
+    assertThat(rank.end()).isEqualTo(Status.OK);
+    assertThat(status("job").getSummary().getRanksLost()).isEqualTo(1);
+    assertThat(status("job").getRanks(0).getLiveness()).isEqualTo(RankStatus.Liveness.LOST);
+  }
+
+  @Test
+  void cancelledStreamMarksTheRankLost() throws Exception {
+    Rank rank = connected("job", 0, 1);
+    rank.out.onError(new IllegalStateException("process killed"));
+    await().atMost(Duration.ofSeconds(5))
+        .untilAsserted(() -> assertThat(status("job").getSummary().getRanksLost()).isEqualTo(1));
+  }
+
+  @Test
+  void secondHelloOnTheSameStreamIsRefused() throws Exception {
+    Status status = connected("job", 0, 1).send(hello("job", 0, 1)).end();
+    assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(status.getDescription()).isEqualTo("a stream carries one Hello; open a new stream instead");
+    assertThat(status("job").getSummary().getRanksLost()).isEqualTo(1);
+  }
+
+  @Test
+  void messageWithNoBodyIsRefused() throws Exception {
+    Status status = connected("job", 0, 1).send(RankMessage.getDefaultInstance()).end();
+    assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(status.getDescription()).isEqualTo("empty or unknown message body");
+  }
+
+  @Test
+  void rankThatContradictsTheJobsWorldSizeIsRefused() throws Exception {
+    connected("job", 0, 2);
+    Status status = new Rank().send(hello("job", 1, 4)).end();
+    assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(status.getDescription()).isEqualTo("rank 1 says world size 4 but job job has world size 2");
+  }
+
+  @Test
+  void dumpRequestReachesTheRankAndItsReplyIsWhatTheReportAnalyses() throws Exception {
+    Rank rank = connected("job", 0, 1);
+    CompletableFuture<ReportEnvelope> report = new CompletableFuture<>();
+    DiagnosisGrpc.newStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS).diagnoseNow(
+        DiagnoseNowRequest.newBuilder().setJobId("job").setSnapshotDeadlineMs(10_000).build(),
+        new StreamObserver<>() {
+          @Override
+          public void onNext(ReportEnvelope value) {
+            report.complete(value);
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            report.completeExceptionally(t);
+          }
+
+          @Override
+          public void onCompleted() {
+          }
+        });
+
+    DumpRequest request = rank.next().getDumpRequest();
+    assertThat(request.getReason()).isEqualTo("frdiag: diagnosis requested");
+    assertThat(request.getDeadlineMs()).isEqualTo(10_000);
+    rank.send(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder().setRequestId(request.getRequestId())
+        .addRecords(allReduce(1, 1))).build());
+
+    Report stored = ReportJson.read(report.get(20, TimeUnit.SECONDS).getReportJson());
+    assertThat(stored.timeline()).extracting(Report.TimelineEntry::event)
+        .anySatisfy(e -> assertThat(e).startsWith("1 of 1 snapshots received"));
+  }
+
+  @Test
+  void dumpReplyWithAnInvalidRecordIsRefused() throws Exception {
+    Rank rank = connected("job", 0, 1);
+    Status status = rank.send(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder().setRequestId(1)
+        .addRecords(allReduce(5, 1).toBuilder().setOp(""))).build()).end();
+    assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(status.getDescription()).isEqualTo("record 5 has no op name");
+  }
+
+  @Test
+  void processGroupsAnnouncedLaterAreAcceptedAndBadOnesRefused() throws Exception {
+    Rank rank = connected("job", 0, 2);
+    ProcessGroup pair = ProcessGroup.newBuilder().setName("1").addRanks(0).addRanks(1).setGlobalRankStride(1).build();
+    rank.send(RankMessage.newBuilder().setProcessGroups(ProcessGroupUpdate.newBuilder().addProcessGroups(pair))
+        .build());
+    rank.send(RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(allReduce(1, 1).toBuilder()
+        .setProcessGroup("1"))).build());
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(daemon.daemon().registry().find("job")
+        .orElseThrow().evidence(Map.of(), 0, Duration.ofSeconds(1), "").ranks().get(0).records()).hasSize(1));
+
+    Status status = rank.send(RankMessage.newBuilder().setProcessGroups(ProcessGroupUpdate.newBuilder()
+        .addProcessGroups(pair.toBuilder().setName("2").setGlobalRankStride(2))).build()).end();
+    assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(status.getDescription()).isEqualTo("process group '2' says start/stride 0/2 but its members give 0/1");
+  }
+
+  @Test
+  void nodeContextIsAcknowledgedAndAMalformedOneRefused() {
+    var stub = CollectorGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS);
+    assertThat(stub.reportContext(NodeContext.newBuilder().setJobId("job").setHostname("node0").build()))
+        .isEqualTo(ContextAck.getDefaultInstance());
+
+    assertThatThrownBy(() -> stub.reportContext(NodeContext.newBuilder().setJobId("job").build()))
+        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+          assertThat(e.getStatus().getDescription()).isEqualTo("hostname must be 1-255 characters");
+        });
+    assertThatThrownBy(() -> stub.reportContext(NodeContext.newBuilder().setJobId("").setHostname("n").build()))
+        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+          assertThat(e.getStatus().getDescription()).isEqualTo("invalid job_id ''");
+        });
   }
 
   /** Passes bytes through untouched, so a test can send what no well-behaved client would. */

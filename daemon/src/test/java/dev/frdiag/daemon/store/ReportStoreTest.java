@@ -1,0 +1,160 @@
+package dev.frdiag.daemon.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
+
+/** Reports on disk: what a restarted daemon finds, and what it does with files that are not good reports. */
+class ReportStoreTest {
+  @TempDir
+  Path dataDir;
+
+  private final ListAppender<ILoggingEvent> logged = new ListAppender<>();
+  private final Logger storeLog = (Logger) LoggerFactory.getLogger(ReportStore.class);
+
+  @BeforeEach
+  void captureLog() {
+    logged.start();
+    storeLog.addAppender(logged);
+  }
+
+  @AfterEach
+  void releaseLog() {
+    storeLog.detachAppender(logged);
+  }
+
+  /** A report as a daemon writes it, read back through the public JSON contract. */
+  private static Report report(String reportId, String job) {
+    return ReportJson.read("""
+        {"schema": "frdiag.report/v1", "report_id": "%s", "job": "%s", "verdict": "HANG",
+         "symptom": "CPU_STALL", "headline": "rank 1 never issued all_reduce #3 on pg 0",
+         "culprit_ranks": [1], "confidence": 0.9, "created_at": "2026-01-02T03:04:05Z", "trigger": "stall",
+         "timeline": [{"at": "2026-01-02T03:04:05Z", "event": "stall detected"}],
+         "recommendation": "look at what rank 1 was doing"}
+        """.formatted(reportId, job));
+  }
+
+  private Report saved(ReportStore store, String job) {
+    Report r = report(store.nextReportId(job), job);
+    store.save(r);
+    return r;
+  }
+
+  private Path jobDir(String job) {
+    return dataDir.resolve("reports").resolve(job);
+  }
+
+  private List<String> warnings() {
+    return logged.list.stream().filter(e -> e.getLevel() == Level.WARN).map(ILoggingEvent::getFormattedMessage)
+        .toList();
+  }
+
+  @Test
+  void reportsSurviveARestartAndIdsContinue() {
+    ReportStore before = new ReportStore(dataDir);
+    Report a1 = saved(before, "a");
+    Report a2 = saved(before, "a");
+    Report b1 = saved(before, "b");
+
+    ReportStore after = new ReportStore(dataDir);
+    assertThat(after.list("a")).containsExactly(a2, a1);
+    assertThat(after.list("b")).containsExactly(b1);
+    assertThat(after.get("a-000001")).contains(a1);
+    assertThat(after.latest("a")).contains(a2);
+    assertThat(after.nextReportId("a")).isEqualTo("a-000003");
+    assertThat(after.nextReportId("b")).isEqualTo("b-000002");
+    assertThat(after.nextReportId("c")).isEqualTo("c-000001");
+    assertThat(warnings()).isEmpty();
+  }
+
+  @Test
+  void savedReportIsWholeJsonAndMarkdownWithNoTemporaryFileLeft() throws IOException {
+    ReportStore store = new ReportStore(dataDir);
+    Report r = saved(store, "a");
+    assertThat(store.pathOf(r)).isEqualTo(jobDir("a").resolve("a-000001.json"));
+    assertThat(ReportJson.read(Files.readString(store.pathOf(r)))).isEqualTo(r);
+    try (var files = Files.list(jobDir("a"))) {
+      assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("a-000001.json",
+          "a-000001.md");
+    }
+  }
+
+  @Test
+  void corruptReportFilesAreSkippedWithAWarningNamingEachAndTheOthersStillLoad() throws IOException {
+    ReportStore before = new ReportStore(dataDir);
+    Report good = saved(before, "a");
+    String json = Files.readString(before.pathOf(good));
+    Path garbage = write(jobDir("a").resolve("a-000002.json"), "\u0000\u0001 not json at all");
+    Path literalNull = write(jobDir("a").resolve("a-000003.json"), "null");
+    Path truncated = write(jobDir("a").resolve("a-000004.json"), json.substring(0, json.length() / 2));
+    Path empty = write(jobDir("a").resolve("a-000005.json"), "");
+    Path otherJobs = write(jobDir("a").resolve("a-000006.json"), json.replace("\"job\" : \"a\"", "\"job\" : \"b\"")
+        .replace("a-000001", "b-000001"));
+
+    ReportStore after = new ReportStore(dataDir);
+
+    assertThat(after.list("a")).containsExactly(good);
+    assertThat(after.list("b")).isEmpty();
+    assertThat(warnings()).hasSize(5);
+    for (Path file : List.of(garbage, literalNull, truncated, empty, otherJobs)) {
+      assertThat(warnings()).anySatisfy(w -> assertThat(w).startsWith("skipping unreadable report file " + file
+          + ": "));
+    }
+    assertThat(warnings()).anySatisfy(w -> assertThat(w).endsWith(otherJobs + ": it belongs to job b, not a"));
+    // The unreadable files stay for inspection, and a new report never overwrites one of them.
+    assertThat(after.nextReportId("a")).isEqualTo("a-000007");
+    assertThat(garbage).exists();
+  }
+
+  @Test
+  void writeThatNeverFinishedIsSkippedWithAWarningAndTheReportsBeforeItLoad() throws IOException {
+    ReportStore before = new ReportStore(dataDir);
+    Report good = saved(before, "a");
+    String json = Files.readString(before.pathOf(good));
+    // What a crash mid-save leaves: the temporary file, never a half-written report under its real name.
+    Path partial = write(jobDir("a").resolve("a-000002.json.tmp"), json.substring(0, 100));
+
+    ReportStore after = new ReportStore(dataDir);
+
+    assertThat(after.list("a")).containsExactly(good);
+    assertThat(warnings()).containsExactly("ignoring " + partial
+        + ": a report write that never finished (the daemon stopped while writing it)");
+    assertThat(after.get("a-000002")).isEmpty();
+  }
+
+  @Test
+  void unexpectedFilesInTheDataDirAreSkippedWithAWarningAndStartUpCarriesOn() throws IOException {
+    ReportStore before = new ReportStore(dataDir);
+    Report good = saved(before, "a");
+    Path stray = write(jobDir("a").resolve("notes.txt"), "remember to look at rank 3");
+    Path looseFile = write(dataDir.resolve("reports").resolve("a-000009.json"), "{}");
+    Path badDir = Files.createDirectories(dataDir.resolve("reports").resolve(".hidden"));
+
+    ReportStore after = new ReportStore(dataDir);
+
+    assertThat(after.list("a")).containsExactly(good);
+    assertThat(warnings()).containsExactlyInAnyOrder(
+        "ignoring " + stray + ": not a report file",
+        "ignoring " + looseFile + ": not a job's report directory",
+        "ignoring " + badDir + ": not a job's report directory");
+  }
+
+  private static Path write(Path file, String content) throws IOException {
+    return Files.writeString(file, content, StandardCharsets.UTF_8);
+  }
+}

@@ -1,0 +1,258 @@
+package dev.frdiag.daemon.watchdog;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * When the watchdog opens an incident and when it lets one go, on a clock the test moves. Every investigation runs
+ * on the calling thread and every rank answers its dump request at once, so a pass of the watchdog leaves its
+ * report on disk before it returns.
+ */
+class WatchdogTest {
+  private static final Duration STALL = Duration.ofSeconds(30);
+  private static final Duration HEARTBEAT = Duration.ofSeconds(15);
+  private static final Duration GRACE = Duration.ofSeconds(10);
+  /** Monotonic clocks start anywhere. */
+  private static final long ORIGIN = 7_654_321_000_000L;
+  private static final ProcessGroup WORLD = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1)
+      .setGlobalRankStride(1).build();
+
+  @TempDir
+  Path dataDir;
+
+  private final AtomicLong nanos = new AtomicLong(ORIGIN);
+  private final JobRegistry registry = new JobRegistry(64);
+  private ScheduledExecutorService scheduler;
+  private ReportStore store;
+  private Investigator investigator;
+  private Watchdog watchdog;
+  private Job job;
+
+  @BeforeEach
+  void start() {
+    scheduler = Executors.newSingleThreadScheduledExecutor();
+    store = new ReportStore(dataDir);
+    investigator = new Investigator(store, Runnable::run, scheduler, () -> Instant.EPOCH.plusNanos(nanos.get()),
+        nanos::get, STALL);
+    DaemonSettings settings = DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL)
+        .heartbeatTimeout(HEARTBEAT).lostGrace(GRACE).build();
+    watchdog = new Watchdog(registry, investigator, settings, nanos::get, scheduler);
+    job = registry.getOrCreate("job", 2, 0);
+    for (int rank = 0; rank < 2; rank++) {
+      int r = rank;
+      job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(r).setWorldSize(2).setHostname("node0")
+              .setPid(100 + r).build(), List.of(WORLD),
+          request -> investigator.onDumpReply("job", r, DumpReply.newBuilder()
+              .setRequestId(request.getRequestId()).build()),
+          "session" + r, 0, nanos.get(), 0);
+    }
+  }
+
+  @AfterEach
+  void stop() {
+    watchdog.close();
+  }
+
+  private void at(Duration sinceStart) {
+    nanos.set(ORIGIN + sinceStart.toNanos());
+  }
+
+  private static ProcessGroupProgress progress(long enqueued, long completed) {
+    return ProcessGroupProgress.newBuilder().setProcessGroup("0").setLastEnqueuedSeq(enqueued)
+        .setLastCompletedSeq(completed).build();
+  }
+
+  /** Both ranks heartbeat with the given progress (none when null), then the watchdog looks. */
+  private void tick(Duration sinceStart, ProcessGroupProgress progress, int... silentRanks) {
+    at(sinceStart);
+    for (int rank = 0; rank < 2; rank++) {
+      if (!contains(silentRanks, rank)) {
+        job.heartbeat(rank, progress == null ? List.of() : List.of(progress), 0, nanos.get(), 0);
+      }
+    }
+    watchdog.checkAll();
+  }
+
+  private static boolean contains(int[] values, int value) {
+    for (int v : values) {
+      if (v == value) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The trigger of every report written, oldest first, as the report's JSON states it. */
+  private List<String> triggers() {
+    List<String> out = new ArrayList<>();
+    for (Report r : store.list("job")) {
+      try {
+        out.add(0, new ObjectMapper().readTree(ReportJson.write(r)).get("trigger").asText());
+      } catch (java.io.IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void stalledGroupOpensAnIncidentOnceTheStallTimeoutHasPassedAndNotBefore() {
+    ProcessGroupProgress stuck = progress(5, 4);
+    tick(Duration.ZERO, stuck);
+    tick(Duration.ofSeconds(10), stuck);
+    tick(Duration.ofSeconds(20), stuck);
+    tick(STALL.minusNanos(1), stuck);
+    assertThat(triggers()).isEmpty();
+    assertThat(job.incidentOpen()).isFalse();
+
+    tick(STALL, stuck);
+    assertThat(triggers()).containsExactly("stall");
+    assertThat(job.incidentOpen()).isTrue();
+    assertThat(job.summary().getLatestReportId()).isEqualTo("job-000001");
+  }
+
+  @Test
+  void groupWithNoOutstandingWorkNeverStalls() {
+    ProcessGroupProgress idle = progress(5, 5);
+    for (int s = 0; s <= 4 * STALL.toSeconds(); s += 10) {
+      tick(Duration.ofSeconds(s), idle);
+    }
+    assertThat(triggers()).isEmpty();
+  }
+
+  @Test
+  void jobHasOneIncidentAtATimeWhateverElseGoesWrong() {
+    ProcessGroupProgress stuck = progress(5, 4);
+    tick(Duration.ZERO, stuck);
+    tick(STALL, stuck);
+    assertThat(triggers()).containsExactly("stall");
+
+    job.event(1, RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).build(), nanos.get());
+    job.lost(1, "session1", nanos.get());
+    for (int s = 40; s <= 600; s += 10) {
+      tick(Duration.ofSeconds(s), stuck, 1);
+    }
+    assertThat(triggers()).containsExactly("stall");
+    assertThat(job.incidentOpen()).isTrue();
+  }
+
+  @Test
+  void stallIncidentClosesWhenProgressResumesAndTheNextStallIsReportedAgain() {
+    tick(Duration.ZERO, progress(5, 4));
+    tick(STALL, progress(5, 4));
+    // Quiet does not close a stall: only progress does.
+    for (int s = 40; s <= 120; s += 10) {
+      tick(Duration.ofSeconds(s), progress(5, 4));
+    }
+    assertThat(job.incidentOpen()).isTrue();
+
+    tick(Duration.ofSeconds(130), progress(6, 5));
+    assertThat(job.incidentOpen()).isFalse();
+    tick(Duration.ofSeconds(140), progress(6, 5));
+    tick(Duration.ofSeconds(150), progress(6, 5));
+    tick(Duration.ofSeconds(160).minusNanos(1), progress(6, 5));
+    assertThat(triggers()).containsExactly("stall");
+
+    tick(Duration.ofSeconds(160), progress(6, 5));
+    assertThat(triggers()).containsExactly("stall", "stall");
+  }
+
+  @Test
+  void rankWhoseStreamEndedOpensAnIncidentAfterTheGraceAndNotBefore() {
+    tick(Duration.ZERO, null);
+    at(Duration.ofSeconds(1));
+    job.lost(1, "session1", nanos.get());
+    tick(Duration.ofSeconds(1).plus(GRACE).minusNanos(1), null, 1);
+    assertThat(triggers()).isEmpty();
+
+    tick(Duration.ofSeconds(1).plus(GRACE), null, 1);
+    assertThat(triggers()).containsExactly("rank_lost");
+  }
+
+  @Test
+  void silentRankCountsAsLostAfterTheHeartbeatTimeoutAndOpensAnIncidentAfterTheGrace() {
+    tick(Duration.ZERO, null);
+    tick(HEARTBEAT, null, 1);
+    assertThat(job.summary().getRanksLost()).isZero();
+
+    Duration noticed = HEARTBEAT.plusMillis(1);
+    tick(noticed, null, 1);
+    assertThat(job.summary().getRanksLost()).isEqualTo(1);
+    tick(noticed.plus(GRACE).minusNanos(1), null, 1);
+    assertThat(triggers()).isEmpty();
+
+    tick(noticed.plus(GRACE), null, 1);
+    assertThat(triggers()).containsExactly("heartbeat_lost");
+  }
+
+  @Test
+  void silentRankThatSpeaksAgainWithinTheGraceWasSlowNotLost() {
+    tick(Duration.ZERO, null);
+    tick(HEARTBEAT.plusMillis(1), null, 1);
+    assertThat(job.summary().getRanksLost()).isEqualTo(1);
+
+    tick(HEARTBEAT.plusSeconds(5), null);
+    assertThat(job.summary().getRanksLost()).isZero();
+    tick(HEARTBEAT.plus(GRACE).plusSeconds(5), null);
+    assertThat(triggers()).isEmpty();
+  }
+
+  @Test
+  void rankEventOpensAnIncidentAtTheNextLook() {
+    tick(Duration.ZERO, null);
+    job.event(1, RankEvent.newBuilder().setKind(RankEvent.Kind.COMM_ERROR).setMessage("NCCL error").build(),
+        nanos.get());
+    assertThat(triggers()).isEmpty();
+    tick(Duration.ofMillis(1), null);
+    assertThat(triggers()).containsExactly("comm_error");
+  }
+
+  @Test
+  void eventIncidentClosesAQuietPeriodAfterItsReportSoTheJobsNextHangIsReported() {
+    tick(Duration.ZERO, null);
+    job.event(1, RankEvent.newBuilder().setKind(RankEvent.Kind.COMM_ERROR).build(), nanos.get());
+    tick(Duration.ofSeconds(1), null);
+    assertThat(triggers()).containsExactly("comm_error");
+
+    // Another event while the report is fresh belongs to the same hang.
+    tick(Duration.ofSeconds(10), null);
+    job.event(0, RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).build(), nanos.get());
+    tick(Duration.ofSeconds(20), null);
+    tick(Duration.ofSeconds(1).plus(STALL).minusNanos(1), null);
+    assertThat(job.incidentOpen()).isTrue();
+
+    tick(Duration.ofSeconds(1).plus(STALL), null);
+    assertThat(job.incidentOpen()).isFalse();
+    tick(Duration.ofSeconds(40), null);
+    assertThat(triggers()).containsExactly("comm_error");
+
+    job.event(0, RankEvent.newBuilder().setKind(RankEvent.Kind.CUDA_ERROR).build(), nanos.get());
+    tick(Duration.ofSeconds(41), null);
+    assertThat(triggers()).containsExactly("comm_error", "cuda_error");
+  }
+}
