@@ -25,8 +25,8 @@ import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 
 /** {@code fr-agent}: runs a {@link NodeAgent} for the PyTorch ranks of this node until SIGTERM/SIGINT. */
-@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = AgentMain.Version.class, sortOptions = false,
-    usageHelpAutoWidth = true,
+@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = AgentMain.Version.class,
+    sortOptions = false, usageHelpAutoWidth = true,
     description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
         + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, and forwards the "
         + "watchdog lines of their training logs.",
