@@ -25,8 +25,8 @@ import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 
 /** {@code fr-agent}: runs a {@link NodeAgent} for the PyTorch ranks of this node until SIGTERM/SIGINT. */
-@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = AgentMain.Version.class, sortOptions = false,
-    usageHelpAutoWidth = true,
+@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = AgentMain.Version.class,
+    sortOptions = false, usageHelpAutoWidth = true,
     description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
         + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, and forwards the "
         + "watchdog lines of their training logs.",
@@ -42,9 +42,6 @@ import picocli.CommandLine.Option;
 public final class AgentMain implements Callable<Integer> {
   static final String DEFAULT_DAEMON = "127.0.0.1:50551";
   static final int DEFAULT_PORT = 50551;
-  /** More ranks than any job has; a range beyond it is a typo. */
-  static final int MAX_RANKS = 1 << 20;
-
   @Option(names = "--job", paramLabel = "ID", description = "Job id, the same on every node of the job "
       + "(required; letters, digits, . _ -).")
   String job;
@@ -58,7 +55,7 @@ public final class AgentMain implements Callable<Integer> {
 
   @Option(names = "--local-ranks", paramLabel = "RANKS", converter = RankListConverter.class,
       description = "Global ranks running on this node, ranges and lists: 0-7, 8-15 or 0,2,4-6 (required).")
-  RankList localRanks;
+  RankListConverter.RankList localRanks;
 
   @Option(names = "--hostname", paramLabel = "NAME",
       description = "This node's name as NCCL prints it (default: the host name up to its first dot).")
@@ -189,7 +186,7 @@ public final class AgentMain implements Callable<Integer> {
         .build();
     // What this node's counters and NCCL logs say reaches the daemon whenever it investigates.
     NodeContextCollector context = new NodeContextCollector(
-        ibRoot != null && java.nio.file.Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1));
+        ibRoot != null && Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1));
     NodeAgent agent = new NodeAgent(settings, channel, context);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
@@ -308,71 +305,6 @@ public final class AgentMain implements Callable<Integer> {
   /** Expands a leading {@code ~/}, which shells do not do inside --opt=~/x or config files. */
   static String home(String path) {
     return path.equals("~") || path.startsWith("~/") ? System.getProperty("user.home") + path.substring(1) : path;
-  }
-
-  /** The ranks of {@code --local-ranks}, in the order given. */
-  record RankList(List<Integer> ranks) {}
-
-  /** Parses "0-7", "0,2,4-6". */
-  static final class RankListConverter implements CommandLine.ITypeConverter<RankList> {
-    @Override
-    public RankList convert(String value) {
-      List<Integer> ranks = new ArrayList<>();
-      for (String part : value.split(",", -1)) {
-        String p = part.trim();
-        String[] ends = p.split("-", -1);
-        if (ends.length > 2 || !ends[0].matches("\\d{1,7}") || ends.length == 2 && !ends[1].matches("\\d{1,7}")) {
-          throw bad(value, "'" + p + "' is neither a rank nor a range");
-        }
-        int from = Integer.parseInt(ends[0]);
-        int to = ends.length == 2 ? Integer.parseInt(ends[1]) : from;
-        if (to < from) {
-          throw bad(value, "range " + p + " goes down");
-        }
-        if (to >= MAX_RANKS || ranks.size() + (to - from + 1) > MAX_RANKS) {
-          throw bad(value, "more than " + MAX_RANKS + " ranks");
-        }
-        for (int r = from; r <= to; r++) {
-          ranks.add(r);
-        }
-      }
-      return new RankList(List.copyOf(ranks));
-    }
-
-    private static CommandLine.TypeConversionException bad(String value, String why) {
-      return new CommandLine.TypeConversionException("'" + value + "' is not a rank list: " + why
-          + " (use e.g. 0-7 or 0,2,4-6)");
-    }
-  }
-
-  /** Parses "500ms", "30s", "2m", "1h" or ISO-8601 ("PT30S"); must be above zero. */
-  static final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
-    @Override
-    public Duration convert(String value) {
-      String v = value.trim().toLowerCase();
-      Duration d;
-      try {
-        if (v.startsWith("pt")) {
-          d = Duration.parse(v.toUpperCase());
-        } else if (v.endsWith("ms")) {
-          d = Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
-        } else {
-          long n = Long.parseLong(v.substring(0, v.length() - 1));
-          d = switch (v.charAt(v.length() - 1)) {
-            case 's' -> Duration.ofSeconds(n);
-            case 'm' -> Duration.ofMinutes(n);
-            case 'h' -> Duration.ofHours(n);
-            default -> throw new IllegalArgumentException();
-          };
-        }
-      } catch (RuntimeException e) {
-        throw new CommandLine.TypeConversionException("'" + value + "' is not a duration: use e.g. 500ms, 30s, 2m");
-      }
-      if (d.isNegative() || d.isZero()) {
-        throw new CommandLine.TypeConversionException("'" + value + "' is not above zero");
-      }
-      return d;
-    }
   }
 
   /** A problem with the command line or the config file; its message is printed as is. */

@@ -1,17 +1,17 @@
 package dev.frdiag.agent;
 
+import dev.frdiag.proto.v1.ContextFinding;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.ContextFindings;
-
 import dev.frdiag.readers.ib.IbSnapshot;
 import dev.frdiag.readers.ib.IbSysfsReader;
 import dev.frdiag.readers.ib.IbWindow;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclLogParser;
-import dev.frdiag.proto.v1.ContextFinding;
-import dev.frdiag.proto.v1.NodeContext;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -23,9 +23,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Gathers what one node's InfiniBand counters and NCCL logs say, for the daemon's diagnosis: counter snapshots are
  * taken periodically (so the window that matters, the stuck one, has a "before"), NCCL logs are parsed when asked.
- * Not thread-safe: one agent thread drives it.
+ * Not thread-safe: the agent drives it under its lock.
  */
-public final class NodeContextCollector {
+final class NodeContextCollector {
   private static final Logger log = LoggerFactory.getLogger(NodeContextCollector.class);
   /** Snapshots kept: at one a minute, half an hour of history, a few kilobytes per port each. */
   static final int KEPT = 30;
@@ -33,6 +33,7 @@ public final class NodeContextCollector {
   private final IbSysfsReader reader;
   private final List<Path> ncclLogs;
   private final Duration interval;
+  private final Clock clock;
   private final ArrayDeque<IbSnapshot> history = new ArrayDeque<>();
 
   /**
@@ -40,29 +41,37 @@ public final class NodeContextCollector {
    * @param ncclLogs NCCL_DEBUG_FILE logs of this node's ranks
    * @param interval how often {@link #tick} takes a snapshot
    */
-  public NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval) {
-    this.reader = ibRoot == null ? null : new IbSysfsReader(ibRoot, java.time.Clock.systemUTC());
+  NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval) {
+    this(ibRoot, ncclLogs, interval, Clock.systemUTC());
+  }
+
+  /** @param clock times the snapshots, and tells when one is due and how far back a window reaches */
+  NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval, Clock clock) {
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.reader = ibRoot == null ? null : new IbSysfsReader(ibRoot, clock);
     this.ncclLogs = List.copyOf(ncclLogs);
     this.interval = Objects.requireNonNull(interval, "interval");
     snapshot();
   }
 
   /** Takes a snapshot when the interval has passed since the last one. */
-  public void tick() {
+  void tick() {
     IbSnapshot last = history.peekLast();
     if (reader != null && (last == null
-        || Duration.between(last.takenAt(), Instant.now()).compareTo(interval) >= 0)) {
+        || Duration.between(last.takenAt(), clock.instant()).compareTo(interval) >= 0)) {
       snapshot();
     }
   }
 
   /**
-   * The node's context now: counters over the window since the last snapshot taken before {@code since} (the
-   * hang's start, as far as the caller knows), and the findings of the NCCL logs.
+   * The node's context now: counters over the window since the last snapshot taken {@code lookback} ago or
+   * earlier (the hang's start, as far as the caller knows), and the findings of the NCCL logs.
    */
-  public NodeContext collect(String jobId, String hostname, Instant since) {
+  NodeContext collect(String jobId, String hostname, Duration lookback) {
+    Instant now = clock.instant();
+    Instant since = now.minus(lookback);
     NodeContext.Builder node = NodeContext.newBuilder().setJobId(jobId).setHostname(hostname)
-        .setObservedAtNs(System.currentTimeMillis() * 1_000_000);
+        .setObservedAtNs(now.toEpochMilli() * 1_000_000);
     if (reader != null && !history.isEmpty()) {
       IbSnapshot before = history.peekFirst();
       for (IbSnapshot s : history) {
@@ -70,8 +79,7 @@ public final class NodeContextCollector {
           before = s;
         }
       }
-      IbSnapshot now = reader.snapshot();
-      node.addAllFindings(ContextFindings.fromIb(IbWindow.between(before, now), hostname));
+      node.addAllFindings(ContextFindings.fromIb(IbWindow.between(before, reader.snapshot()), hostname));
     }
     for (Path file : ncclLogs) {
       if (!Files.isRegularFile(file)) {

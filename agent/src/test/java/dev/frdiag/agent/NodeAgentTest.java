@@ -27,7 +27,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -105,7 +108,7 @@ class NodeAgentTest {
     agent = start(settings(0, 1).build());
     await().atMost(WAIT).until(agent::allConnected);
 
-    appendLog("x".repeat(3 * NodeAgent.MAX_LINE) + "\r" + "y".repeat(100) + "\n"
+    appendLog("x".repeat(3 * LogFollower.MAX_LINE) + "\r" + "y".repeat(100) + "\n"
         + timeoutLine(1, 7)
         + "[rank1]:[E1213 17:24:49.082 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) Rank 1]  failure"
         + " detected by watchdog at work sequence id: 7 PG status: last enqueued work: 7, last completed work: 6\n"
@@ -224,6 +227,22 @@ class NodeAgentTest {
       assertThat(agent.allConnected()).isFalse();
       assertThat(in.available()).as("one byte per request").isZero();
     }
+  }
+
+  @Test
+  void stampsEventsAndHeartbeatsWithItsWallClock() throws IOException {
+    Instant at = Instant.parse("2025-09-23T07:35:05Z");
+    long atNanos = at.toEpochMilli() * 1_000_000L;
+    agent = new NodeAgent(settings(0).build(), channel, null, Clock.fixed(at, ZoneOffset.UTC), System::nanoTime);
+    await().atMost(WAIT).until(agent::allConnected);
+
+    appendLog(timeoutLine(0, 5));
+
+    await().atMost(WAIT).until(() -> !daemon.of(0, BodyCase.EVENT).isEmpty());
+    assertThat(daemon.of(0, BodyCase.EVENT).get(0).getEvent().getTimeNs()).isEqualTo(atNanos);
+    await().atMost(WAIT).until(() -> !daemon.of(0, BodyCase.HEARTBEAT).isEmpty());
+    assertThat(daemon.of(0, BodyCase.HEARTBEAT)).allSatisfy(h -> assertThat(h.getHeartbeat().getSentAtNs())
+        .isEqualTo(atNanos));
   }
 
   private static Path mkfifo(Path path) throws Exception {

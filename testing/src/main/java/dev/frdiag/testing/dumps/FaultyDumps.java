@@ -1,23 +1,12 @@
 package dev.frdiag.testing.dumps;
 
+import dev.frdiag.collector.recorder.FlightRecorder;
+import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.readers.pytorch.DumpVersion;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
-
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
-import dev.frdiag.collector.recorder.FlightRecorder;
-import dev.frdiag.collector.ring.RecordView;
-import dev.frdiag.testing.sim.Fault;
-import dev.frdiag.testing.sim.ProcessGroupSpec;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
-import dev.frdiag.proto.CommsId;
-import dev.frdiag.proto.v1.CollectiveRecord;
-import dev.frdiag.proto.v1.CollectiveState;
-import dev.frdiag.proto.v1.Frame;
-import dev.frdiag.proto.v1.ProcessGroup;
-import dev.frdiag.proto.v1.ProcessGroupProgress;
-import dev.frdiag.proto.v1.Shape;
-import dev.frdiag.proto.v1.Symptom;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,14 +14,10 @@ import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Random;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
 
 /**
@@ -117,31 +102,13 @@ public final class FaultyDumps {
   private final Topology topology;
   private final Kind kind;
   private final int faultyRank;
-  private final long faultStep;
   private final int entriesPerRank;
   private final boolean timing;
   private final boolean onlyActive;
   private final int stackDepth;
   private final String version;
   private final long seed;
-  private final long timeoutMs;
-  private final FlightRecorder[] recorders;
-  /** The simulator's group name → PyTorch's (the creation count) and members. */
-  private final Map<String, String> names = new HashMap<>();
-  private final Map<String, int[]> members = new HashMap<>();
-  /** GPU_STALL without timing: the op whose completion the faulty rank's peers saw and it did not. */
-  private final OpKey lagging;
-  /** DTYPE_MISMATCH: the faulty rank's record to retype, and the tensors its peers issued. */
-  private final long retypedRecord;
-  private final CollectiveRecord peersTensors;
-
-  /** One op across ranks: a group (simulator name), a kind and a seq. */
-  private record OpKey(String group, boolean p2p, long seq) {
-    boolean matches(CollectiveRecord r) {
-      return r.getProcessGroup().equals(group) && r.getIsP2P() == p2p
-          && (p2p ? r.getP2PSeq() : r.getCollectiveSeq()) == seq;
-    }
-  }
+  private final HungJob job;
 
   private FaultyDumps(Builder b) {
     this.topology = b.topology;
@@ -153,36 +120,7 @@ public final class FaultyDumps {
     this.stackDepth = b.stackDepth;
     this.version = b.version;
     this.seed = b.seed;
-    this.timeoutMs = b.timeout.toMillis();
-    List<ProcessGroupSpec> specs = topology.groups();
-    for (int i = 0; i < specs.size(); i++) {
-      names.put(specs.get(i).name(), Integer.toString(i));
-      members.put(specs.get(i).name(), specs.get(i).ranks());
-    }
-    // Enough whole steps before the fault that every ring is full and has wrapped, as a real job's has.
-    this.faultStep = entriesPerRank / recordsPerStep(topology) + 2;
-    AtomicLong ticks = new AtomicLong();
-    try (RankSimulator sim = RankSimulator.builder().topology(topology).fault(simulatedFault())
-        .recorderCapacity(entriesPerRank).collectiveTimeout(b.timeout).stepInterval(Duration.ZERO)
-        .clock(() -> T0 + ticks.getAndIncrement() * TICK_NS).build()) {
-      sim.runSteps((int) faultStep + 1);
-      if (!sim.isStalled()) {
-        throw new IllegalStateException("the simulated job did not hang at step " + faultStep + " (" + kind + ")");
-      }
-      recorders = new FlightRecorder[topology.worldSize()];
-      for (int r = 0; r < recorders.length; r++) {
-        recorders[r] = sim.recorder(r);
-      }
-    }
-    lagging = kind == Kind.GPU_STALL && !timing ? oldestIncomplete(faultyRank) : null;
-    if (kind == Kind.DTYPE_MISMATCH) {
-      CollectiveRecord[] pair = mismatchedRecord();
-      retypedRecord = pair[0].getRecordId();
-      peersTensors = pair[1];
-    } else {
-      retypedRecord = -1;
-      peersTensors = null;
-    }
+    this.job = new HungJob(topology, kind, faultyRank, entriesPerRank, timing, b.timeout);
   }
 
   public static Builder builder() {
@@ -208,7 +146,7 @@ public final class FaultyDumps {
 
   /** The 0-based training step at which the job hung. */
   public long faultStep() {
-    return faultStep;
+    return job.faultStep();
   }
 
   /** The ranks a correct diagnosis names: the faulty rank, or none for a fabric fault. */
@@ -242,7 +180,27 @@ public final class FaultyDumps {
     if (kind == Kind.MISSING_FILE && rank == faultyRank) {
       return Optional.empty();
     }
-    return Optional.of(new RankDump(rank).build());
+    return Optional.of(new RankDump(this, job, rank).build());
+  }
+
+  /** Entries each rank's ring holds. */
+  int entriesPerRank() {
+    return entriesPerRank;
+  }
+
+  /** Whether completed entries are left out ({@code TORCH_INCLUDE_ONLY_ACTIVE=1}). */
+  boolean onlyActive() {
+    return onlyActive;
+  }
+
+  /** Stack frames per entry; 0 for none. */
+  int stackDepth() {
+    return stackDepth;
+  }
+
+  /** The dump format version. */
+  String version() {
+    return version;
   }
 
   /**
@@ -270,264 +228,6 @@ public final class FaultyDumps {
       written.add(file);
     }
     return written;
-  }
-
-  private Fault simulatedFault() {
-    return switch (kind) {
-      case CPU_STALL, EMPTY_ENTRIES -> Fault.cpuStall(faultyRank, faultStep);
-      case GPU_STALL -> Fault.gpuStall(faultyRank, faultStep);
-      case FABRIC -> Fault.fabric(faultStep);
-      // The simulator halves the size; a dtype mismatch is the same hang with the sizes put back and the
-      // dtype changed (see RankDump).
-      case SIZE_MISMATCH, DTYPE_MISMATCH -> Fault.mismatch(faultyRank, faultStep);
-      case MISSING_FILE -> Fault.deadRank(faultyRank, faultStep);
-    };
-  }
-
-  /** The fewest records any rank writes per step, from one step of a fault-free job of the same shape. */
-  private static int recordsPerStep(Topology topology) {
-    try (RankSimulator probe = RankSimulator.builder().topology(topology).recorderCapacity(1).steps(1)
-        .stepInterval(Duration.ZERO).clock(new AtomicLong(T0)::incrementAndGet).build()) {
-      probe.runSteps(1);
-      long fewest = Long.MAX_VALUE;
-      for (int r = 0; r < topology.worldSize(); r++) {
-        fewest = Math.min(fewest, probe.recorder(r).nextRecordId());
-      }
-      return (int) fewest;
-    }
-  }
-
-  /** The simulator's records of {@code rank}, oldest first, as its ring holds them. */
-  private List<CollectiveRecord> ring(int rank) {
-    FlightRecorder rec = recorders[rank];
-    List<CollectiveRecord> out = new ArrayList<>(entriesPerRank);
-    RecordView view = new RecordView();
-    for (long id = Math.max(0, rec.nextRecordId() - rec.capacity()); id < rec.nextRecordId(); id++) {
-      if (rec.read(id, view)) {
-        out.add(rec.toProto(view));
-      }
-    }
-    return out;
-  }
-
-  private OpKey oldestIncomplete(int rank) {
-    for (CollectiveRecord r : ring(rank)) {
-      if (r.getState() != CollectiveState.COMPLETED) {
-        return new OpKey(r.getProcessGroup(), r.getIsP2P(), r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq());
-      }
-    }
-    throw new IllegalStateException("rank " + rank + " has nothing outstanding after a GPU stall");
-  }
-
-  /** The faulty rank's mismatched record and a peer's record of the same op. */
-  private CollectiveRecord[] mismatchedRecord() {
-    List<CollectiveRecord> mine = ring(faultyRank);
-    for (int i = mine.size() - 1; i >= 0; i--) {
-      CollectiveRecord r = mine.get(i);
-      if (r.getIsP2P() || r.getState() == CollectiveState.COMPLETED) {
-        continue;
-      }
-      OpKey key = new OpKey(r.getProcessGroup(), false, r.getCollectiveSeq());
-      for (int peer : members.get(r.getProcessGroup())) {
-        if (peer == faultyRank) {
-          continue;
-        }
-        for (CollectiveRecord p : ring(peer)) {
-          if (key.matches(p) && p.getOp().equals(r.getOp()) && !p.getInputSizesList().equals(r.getInputSizesList())) {
-            return new CollectiveRecord[] {r, p};
-          }
-        }
-        break;
-      }
-    }
-    throw new IllegalStateException("rank " + faultyRank + " issued no mismatched collective");
-  }
-
-  /** Builds one rank's dump from its ring. */
-  private final class RankDump {
-    private final int rank;
-    private final FlightRecorder rec;
-    private final DumpVersion dumpVersion = DumpVersion.parse(version);
-    private final Map<Frame, Integer> frameIds = new HashMap<>();
-    private final Map<Integer, Frame> frames = new LinkedHashMap<>();
-    /** Recorder stack id (-1 for none) → the entry's frame ids in the dump. */
-    private final Map<Integer, List<Integer>> stacks = new HashMap<>();
-    /** Per simulator group name: the kind of the newest record, the highest P2P seq the device started. */
-    private final Map<String, Boolean> newestIsP2p = new HashMap<>();
-    private final Map<String, Long> p2pStarted = new HashMap<>();
-
-    RankDump(int rank) {
-      this.rank = rank;
-      this.rec = recorders[rank];
-    }
-
-    FlightRecorderDump build() {
-      List<CollectiveRecord> records = new ArrayList<>(entriesPerRank);
-      boolean peerOfLagging = lagging != null && rank != faultyRank && contains(members.get(lagging.group()), rank);
-      for (CollectiveRecord r : ring(rank)) {
-        newestIsP2p.put(r.getProcessGroup(), r.getIsP2P());
-        if (r.getIsP2P() && r.getState() != CollectiveState.SCHEDULED) {
-          p2pStarted.merge(r.getProcessGroup(), r.getP2PSeq(), Math::max);
-        }
-        CollectiveRecord.Builder b = r.toBuilder();
-        if (peerOfLagging && lagging.matches(r)) {
-          // Its peers saw the op complete; only the faulty rank's watchdog never did.
-          b.setState(CollectiveState.COMPLETED).setTimeCompletedNs(r.getTimeCreatedNs() + 40 * TICK_NS);
-        }
-        if (r.getRecordId() == retypedRecord && rank == faultyRank) {
-          retype(b);
-        }
-        if (!timing) {
-          b.setTimeStartedNs(0);
-          if (b.getState() == CollectiveState.STARTED) {
-            b.setState(CollectiveState.SCHEDULED);
-          }
-        } else if (b.getState() == CollectiveState.COMPLETED) {
-          b.setDurationMs((b.getTimeCompletedNs() - b.getTimeStartedNs()) / 1e6);
-        }
-        boolean completed = b.getState() == CollectiveState.COMPLETED;
-        if (onlyActive && completed || kind == Kind.EMPTY_ENTRIES && rank == faultyRank) {
-          continue;
-        }
-        String name = names.get(r.getProcessGroup());
-        int[] ranks = members.get(r.getProcessGroup());
-        long seq = r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq();
-        b.setProcessGroup(name).setRetired(completed)
-            .setCommsId(CommsId.of(name, seq, r.getIsP2P(), CommsId.layoutOf(ranks)));
-        if (dumpVersion.atLeast(DumpVersion.THREAD_FIELDS)) {
-          b.setThreadName(THREAD_NAME).setThreadId(Long.toString(THREAD_ID_BASE + rank));
-        } else {
-          b.clearThreadName().clearThreadId();
-        }
-        List<Integer> ids = frameIdsOf(r);
-        b.clearFrameIds().addAllFrameIds(ids);
-        records.add(b.build());
-      }
-      return new FlightRecorderDump(Path.of("_dump_" + rank), rank, version,
-          dumpVersion.atLeast(DumpVersion.NCCL_VERSION_KEY) ? NCCL_VERSION : "", groups(), records, status(),
-          frames, List.of());
-    }
-
-    private void retype(CollectiveRecord.Builder b) {
-      List<Shape> in = peersTensors.getInputSizesList();
-      List<Shape> out = peersTensors.getOutputSizesList();
-      List<String> dtypes = peersTensors.getInputDtypesList().stream().map(FaultyDumps::otherDtype).toList();
-      b.clearInputSizes().addAllInputSizes(in).clearOutputSizes().addAllOutputSizes(out)
-          .clearInputDtypes().addAllInputDtypes(dtypes).clearOutputDtypes().addAllOutputDtypes(dtypes);
-    }
-
-    /** The groups as the reader gives them back: in {@code pg_config} order (by name), with pg_id. */
-    private List<ProcessGroup> groups() {
-      List<ProcessGroup> out = new ArrayList<>();
-      for (ProcessGroup g : rec.processGroups()) {
-        out.add(g.toBuilder().setName(names.get(g.getName())).build());
-      }
-      out.sort((a, c) -> a.getName().compareTo(c.getName()));
-      return out;
-    }
-
-    /** PyTorch's pg_status: per group, the seqs of its last work of either kind; ordered by pg_id. */
-    private List<ProcessGroupProgress> status() {
-      List<ProcessGroupProgress> out = new ArrayList<>();
-      for (ProcessGroupProgress p : rec.progress()) {
-        String group = p.getProcessGroup();
-        boolean p2p = newestIsP2p.getOrDefault(group, p.getLastEnqueuedSeq() < 0);
-        long enqueued = p2p ? p.getLastEnqueuedP2PSeq() : p.getLastEnqueuedSeq();
-        long completed = p2p ? p.getLastCompletedP2PSeq() : p.getLastCompletedSeq();
-        if (lagging != null && lagging.group().equals(group) && rank != faultyRank
-            && contains(members.get(group), rank) && lagging.p2p() == p2p) {
-          completed = Math.max(completed, lagging.seq());
-        }
-        long started = !timing ? -1
-            : p2p ? Math.max(completed, p2pStarted.getOrDefault(group, -1L)) : p.getLastStartedSeq();
-        out.add(ProcessGroupProgress.newBuilder().setProcessGroup(names.get(group)).setLastEnqueuedSeq(enqueued)
-            .setLastStartedSeq(started).setLastCompletedSeq(completed).setLastEnqueuedP2PSeq(-1)
-            .setLastCompletedP2PSeq(-1).build());
-      }
-      return out;
-    }
-
-    /**
-     * The entry's stack, innermost first: the op's own frames, then the frames of the training loop around
-     * it, {@code stackDepth} in all; none when stacks are off.
-     */
-    private List<Integer> frameIdsOf(CollectiveRecord r) {
-      if (stackDepth == 0) {
-        return List.of();
-      }
-      int stack = r.getFrameIdsCount() == 0 ? -1 : FlightRecorder.stackOfFrame(r.getFrameIds(0));
-      return stacks.computeIfAbsent(stack, s -> {
-        List<Frame> chain = new ArrayList<>(stackDepth);
-        for (int id : r.getFrameIdsList()) {
-          chain.add(rec.frame(id));
-        }
-        for (int i = 0; chain.size() < stackDepth; i++) {
-          chain.add(OuterFrames.get(i));
-        }
-        List<Integer> ids = new ArrayList<>(stackDepth);
-        for (Frame f : chain.subList(0, stackDepth)) {
-          ids.add(frameIds.computeIfAbsent(f, x -> {
-            int id = frames.size();
-            frames.put(id, x);
-            return id;
-          }));
-        }
-        return List.copyOf(ids);
-      });
-    }
-  }
-
-  private static boolean contains(int[] ranks, int rank) {
-    for (int r : ranks) {
-      if (r == rank) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private static String otherDtype(String dtype) {
-    return dtype.equals("Float") ? "BFloat16" : "Float";
-  }
-
-  /**
-   * The Python frames a Megatron training step runs inside, innermost first: module calls through the model's
-   * layers, the schedule, the training loop and the launcher. Synthetic, and deterministic.
-   */
-  static final class OuterFrames {
-    private static final List<Frame> FRAMES = build();
-
-    private OuterFrames() {}
-
-    /** Frame {@code i}, cycling when a stack is deeper than the list. */
-    static Frame get(int i) {
-      return FRAMES.get(i % FRAMES.size());
-    }
-
-    private static List<Frame> build() {
-      List<Frame> out = new ArrayList<>();
-      for (int layer = 0; layer < 24; layer++) {
-        out.add(frame("_call_impl", "torch/nn/modules/module.py", 1762));
-        out.add(frame("_wrapped_call_impl", "torch/nn/modules/module.py", 1751));
-        out.add(frame("forward", "megatron/core/transformer/transformer_block.py", 549 + layer));
-      }
-      out.add(frame("forward", "megatron/core/models/gpt/gpt_model.py", 303));
-      out.add(frame("forward_step", "pretrain_gpt.py", 207));
-      out.add(frame("forward_step", "megatron/core/pipeline_parallel/schedules.py", 277));
-      out.add(frame("forward_backward_pipelining_without_interleaving",
-          "megatron/core/pipeline_parallel/schedules.py", 1847));
-      out.add(frame("train_step", "megatron/training/training.py", 1178));
-      out.add(frame("train", "megatron/training/training.py", 2094));
-      out.add(frame("pretrain", "megatron/training/training.py", 386));
-      out.add(frame("<module>", "pretrain_gpt.py", 276));
-      out.add(frame("_run_code", "<frozen runpy>", 88));
-      out.add(frame("_run_module_as_main", "<frozen runpy>", 198));
-      return List.copyOf(out);
-    }
-
-    private static Frame frame(String name, String file, int line) {
-      return Frame.newBuilder().setName(name).setFilename(file).setLine(line).build();
-    }
   }
 
   /** Configures a {@link FaultyDumps}; {@link #build} runs the simulation. */

@@ -25,6 +25,10 @@ public final class FakeCollector extends CollectorGrpc.CollectorImplBase impleme
   public final Map<Integer, List<RankMessage>> received = new ConcurrentHashMap<>();
   /** Node context posted through ReportContext, oldest first. */
   public final List<NodeContext> contexts = new CopyOnWriteArrayList<>();
+  /**
+   * Each rank's newest stream. An observer is its own lock: gRPC's observers are not thread-safe, and the test
+   * thread (dump requests) and gRPC's threads (welcomes, completion) both send on it.
+   */
   private final Map<Integer, StreamObserver<DaemonMessage>> streams = new ConcurrentHashMap<>();
   private final Server server;
 

@@ -1,5 +1,6 @@
 package dev.frdiag.testing.sim;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.collector.reporter.ReporterSettings;
@@ -9,12 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
@@ -57,9 +54,8 @@ public final class RankSimulator implements AutoCloseable {
   private final long stepIntervalNanos;
   private final FlightRecorder[] recorders;
   private final RankIdentity[] identities;
-  /** Null without a channel; otherwise one per rank. */
-  private final Reporter[] reporters;
-  private final ScheduledExecutorService reporterExecutor;
+  /** Null without a channel. */
+  private final SimulatedReporters reporters;
   private final SimulatedJob job;
 
   // Fair, so a driver running steps back to back cannot starve close() or awaitStalled().
@@ -67,10 +63,9 @@ public final class RankSimulator implements AutoCloseable {
   /** Signalled when the simulation stalls or finishes, and on close. */
   private final Condition changed = lock.newCondition();
   private final AtomicBoolean closing = new AtomicBoolean();
-  /** Guarded by lock. */
-  private final boolean[] killed;
-  /** Guarded by lock. */
+  @GuardedBy("lock")
   private Thread driver;
+  // Written under lock by the driving thread, read without it by accessors on any thread.
   private volatile long stepsCompleted;
   private volatile boolean stalled;
   private volatile boolean finished;
@@ -86,13 +81,12 @@ public final class RankSimulator implements AutoCloseable {
     // All simulated ranks share one driver thread; a strictly increasing clock keeps every issue time distinct
     // and in issue order, as separate processes' clocks would be at the resolution that matters.
     LongSupplier base = b.clock;
-    java.util.concurrent.atomic.AtomicLong last = new java.util.concurrent.atomic.AtomicLong();
+    AtomicLong last = new AtomicLong();
     LongSupplier issueClock = () -> {
       long now = base.getAsLong();
       return last.updateAndGet(prev -> Math.max(prev + 1, now));
     };
     identities = new RankIdentity[world];
-    killed = new boolean[world];
     for (int r = 0; r < world; r++) {
       recorders[r] = new FlightRecorder(b.recorderCapacity, issueClock, timeoutMs);
       identities[r] = identityOf(b.jobId, r);
@@ -100,23 +94,8 @@ public final class RankSimulator implements AutoCloseable {
     // Groups are registered before any reporter starts, so every Hello carries them, as in a real job where
     // the process groups exist before training begins.
     job = new SimulatedJob(topology, b.workload, fault, recorders, this::onDeath);
-    if (b.channel == null) {
-      reporters = null;
-      reporterExecutor = null;
-    } else {
-      reporterExecutor = Executors.newScheduledThreadPool(REPORTER_THREADS, daemonThreads("frdiag-sim-reporter-"));
-      reporters = new Reporter[world];
-      try {
-        for (int r = 0; r < world; r++) {
-          reporters[r] = Reporter.builder(recorders[r], identities[r], b.channel).executor(reporterExecutor)
-              .settings(b.reporterSettings).clock(b.clock).start();
-        }
-      } catch (RuntimeException e) {
-        closeReporters();
-        reporterExecutor.shutdownNow();
-        throw e;
-      }
-    }
+    reporters = b.channel == null ? null
+        : new SimulatedReporters(recorders, identities, b.channel, b.reporterSettings, b.clock);
   }
 
   /** A builder starting from the defaults: 16 ranks, no fault, no channel. */
@@ -230,28 +209,13 @@ public final class RankSimulator implements AutoCloseable {
    * @return false when the timeout passed first, or when the simulator has no reporters
    */
   public boolean awaitConnected(Duration timeout) throws InterruptedException {
-    if (reporters == null) {
-      return false;
-    }
-    java.util.concurrent.CompletableFuture<?>[] welcomes = new java.util.concurrent.CompletableFuture<?>[reporters.length];
-    for (int r = 0; r < reporters.length; r++) {
-      welcomes[r] = reporters[r].firstConnect();
-    }
-    try {
-      java.util.concurrent.CompletableFuture.allOf(welcomes).get(timeout.toMillis(),
-          java.util.concurrent.TimeUnit.MILLISECONDS);
-      return true;
-    } catch (java.util.concurrent.TimeoutException e) {
-      return false;
-    } catch (java.util.concurrent.ExecutionException e) {
-      throw new IllegalStateException("a reporter failed before connecting", e.getCause());
-    }
+    return reporters != null && reporters.awaitConnected(timeout);
   }
 
   /** The reporter of {@code rank}; empty when the simulator was built without a channel. */
   public Optional<Reporter> reporter(int rank) {
     topology.checkRank(rank);
-    return reporters == null ? Optional.empty() : Optional.of(reporters[rank]);
+    return reporters == null ? Optional.empty() : Optional.of(reporters.reporter(rank));
   }
 
   /**
@@ -282,36 +246,7 @@ public final class RankSimulator implements AutoCloseable {
       }
     }
     if (reporters != null) {
-      closeReporters();
-      reporterExecutor.shutdown();
-      try {
-        if (!reporterExecutor.awaitTermination(1, TimeUnit.SECONDS)) {
-          reporterExecutor.shutdownNow();
-        }
-      } catch (InterruptedException e) {
-        reporterExecutor.shutdownNow();
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  private void closeReporters() {
-    for (int r = 0; r < reporters.length; r++) {
-      boolean dead;
-      lock.lock();
-      try {
-        dead = killed[r];
-      } finally {
-        lock.unlock();
-      }
-      if (reporters[r] == null || dead) {
-        continue;
-      }
-      try {
-        reporters[r].close();
-      } catch (RuntimeException e) {
-        log.warn("rank {}: closing its reporter failed: {}", r, e.toString());
-      }
+      reporters.close();
     }
   }
 
@@ -349,6 +284,7 @@ public final class RankSimulator implements AutoCloseable {
   }
 
   /** One pass of the job; updates the published counters and signals a stall or the end. */
+  @GuardedBy("lock")
   private void passLocked() {
     boolean moved = job.pass(stepLimit);
     stepsCompleted = job.stepsCompleted();
@@ -364,13 +300,8 @@ public final class RankSimulator implements AutoCloseable {
 
   /** Runs on the driving thread, inside a pass. */
   private void onDeath(int rank) {
-    killed[rank] = true;
     if (reporters != null) {
-      try {
-        reporters[rank].kill();
-      } catch (RuntimeException e) {
-        log.warn("rank {}: killing its reporter failed: {}", rank, e.toString());
-      }
+      reporters.kill(rank);
     }
   }
 
@@ -401,15 +332,6 @@ public final class RankSimulator implements AutoCloseable {
       case NONE -> "no fault injected";
       case FABRIC -> "FABRIC at step " + fault.atStep();
       default -> fault.kind() + " on rank " + fault.rank() + " at step " + fault.atStep();
-    };
-  }
-
-  private static ThreadFactory daemonThreads(String prefix) {
-    AtomicInteger count = new AtomicInteger();
-    return r -> {
-      Thread t = new Thread(r, prefix + count.incrementAndGet());
-      t.setDaemon(true);
-      return t;
     };
   }
 

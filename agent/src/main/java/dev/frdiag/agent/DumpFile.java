@@ -1,0 +1,143 @@
+package dev.frdiag.agent;
+
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.readers.pytorch.DumpFormatException;
+import dev.frdiag.readers.pytorch.DumpReader;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.readers.pytorch.PgStatus;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One rank's Flight Recorder dump file as the agent last saw it: the version looked at, the last dump read from
+ * it (cut to what the daemon accepts), or why the newest version could not be read. A dump already there when the
+ * agent starts is history, possibly of an earlier run, and is not read.
+ *
+ * <p>Not thread-safe: the agent uses it under its lock.
+ */
+final class DumpFile {
+  // The agent's logger, so operators keep finding these lines under the name they always had.
+  private static final Logger log = LoggerFactory.getLogger(NodeAgent.class);
+
+  private final int rank;
+  private final AgentSettings settings;
+  private final DumpReader reader;
+  private final Path file;
+  /** The version last looked at, read or not. */
+  private FileVersion seen;
+  private FlightRecorderDump last;
+  private long lastModifiedMillis;
+  /** Why the newest version of the file could not be used; null when it could. */
+  private String problem;
+
+  DumpFile(int rank, AgentSettings settings, DumpReader reader) {
+    this.rank = rank;
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.reader = Objects.requireNonNull(reader, "reader");
+    this.file = settings.dumpFile(rank);
+    BasicFileAttributes a = FileVersion.attributes(file);
+    // A dump already there is history: it may be an earlier run's, and the daemon did not ask for it.
+    this.seen = a == null ? null : FileVersion.of(a);
+  }
+
+  Path path() {
+    return file;
+  }
+
+  /** The last dump read; null before the first. */
+  FlightRecorderDump last() {
+    return last;
+  }
+
+  /** When the file of {@link #last} was modified (epoch ms). */
+  long lastModifiedMillis() {
+    return lastModifiedMillis;
+  }
+
+  /** Why the newest version of the file could not be read, when it was written at or after {@code sinceMillis}. */
+  String problemSince(long sinceMillis) {
+    return problem != null && seen != null && seen.modifiedMillis() >= sinceMillis ? problem : null;
+  }
+
+  /**
+   * Reads the file when it changed since it was last looked at.
+   *
+   * @param peers the last dumps of the node's other ranks, asked for only when a dump is read
+   * @return true when a new dump was read
+   */
+  boolean lookAt(Supplier<List<FlightRecorderDump>> peers) {
+    BasicFileAttributes a = FileVersion.attributes(file);
+    if (a == null || !a.isRegularFile()) {
+      return false;
+    }
+    FileVersion version = FileVersion.of(a);
+    if (version.equals(seen)) {
+      return false;
+    }
+    // Remembered even when reading fails: a dump still being written is read again once its size or time
+    // changes, a corrupt one is not read again and again.
+    seen = version;
+    try {
+      FlightRecorderDump dump = reader.read(file, rank);
+      last = usable(dump, peers.get());
+      lastModifiedMillis = version.modifiedMillis();
+      problem = null;
+      log.info("rank {}: read dump {} ({} records, format {})", rank, file, last.records().size(),
+          dump.version());
+      return true;
+    } catch (DumpFormatException e) {
+      problem = e.getMessage();
+      log.debug("rank {}: {}", rank, e.getMessage());
+      return false;
+    }
+  }
+
+  /**
+   * The dump without what the daemon would reject (a group this rank is not in or with members beyond the
+   * world size, a record without op or creation time), so one odd dump cannot get the stream refused on every
+   * reconnect.
+   */
+  private FlightRecorderDump usable(FlightRecorderDump dump, List<FlightRecorderDump> peers) {
+    List<ProcessGroup> groups = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    for (ProcessGroup g : dump.processGroups()) {
+      boolean inWorld = g.getRanksList().stream().allMatch(m -> m >= 0 && m < settings.worldSize());
+      if (inWorld && g.getRanksList().contains(rank)) {
+        groups.add(g);
+        names.add(g.getName());
+      } else {
+        log.warn("rank {}: process group '{}' of {} left out: {}", rank, g.getName(), dump.file(), inWorld
+            ? "this rank is not one of its members " + g.getRanksList()
+            : "members " + g.getRanksList() + " exceed world size " + settings.worldSize());
+      }
+    }
+    List<CollectiveRecord> records = new ArrayList<>(dump.records().size());
+    for (CollectiveRecord r : dump.records()) {
+      if (names.contains(r.getProcessGroup()) && !r.getOp().isEmpty() && r.getTimeCreatedNs() > 0
+          && (r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq()) >= 0) {
+        records.add(r);
+      }
+    }
+    if (records.size() < dump.records().size()) {
+      log.warn("rank {}: {} of {} records of {} left out (unknown group, no op, no time or negative seq)", rank,
+          dump.records().size() - records.size(), dump.records().size(), dump.file());
+    }
+    // The node's other ranks' dumps help tell which groups' pg_status counts P2P seqs.
+    List<FlightRecorderDump> known = new ArrayList<>(List.of(dump));
+    known.addAll(peers);
+    List<ProcessGroupProgress> progress = PgStatus.normalized(dump, PgStatus.seqRanges(known)).stream()
+        .filter(p -> names.contains(p.getProcessGroup())).toList();
+    return new FlightRecorderDump(dump.file(), dump.rank(), dump.version(), dump.commLibVersion(), groups,
+        records, progress, dump.frames(), dump.warnings());
+  }
+}

@@ -1,0 +1,216 @@
+package dev.frdiag.agent;
+
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.collector.reporter.RankStream;
+import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.Goodbye;
+import dev.frdiag.proto.v1.Heartbeat;
+import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupUpdate;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.readers.pytorch.DumpReader;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.readers.pytorch.WatchdogLine;
+import io.grpc.Channel;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the agent knows of one local rank and tells the daemon for it: its stream, the events of its training log,
+ * its dump file, and the dump requests it is serving.
+ *
+ * <p>Everything but {@link #onDumpRequest} runs under the agent's lock, on the agent's thread or in
+ * {@link NodeAgent#close}.
+ */
+final class LocalRank implements RankStream.Listener {
+  // The agent's logger, so operators keep finding these lines under the name they always had.
+  private static final Logger log = LoggerFactory.getLogger(NodeAgent.class);
+  /** Dump requests a rank keeps at once; the daemon sends one per incident. */
+  static final int MAX_PENDING_REQUESTS = 16;
+
+  final int rank;
+  private final AgentSettings settings;
+  /** The agent's lock. */
+  private final Object lock;
+  private final Clock clock;
+  private final Runnable investigating;
+  private final Runnable wake;
+  /** A concurrent queue rather than the lock: gRPC threads fill it and must not wait for a tick to finish. */
+  private final ArrayBlockingQueue<DumpRequest> requests = new ArrayBlockingQueue<>(MAX_PENDING_REQUESTS);
+  /** Every local rank of the node, this one included; fixed once the agent is built. */
+  @GuardedBy("lock")
+  private final Map<Integer, LocalRank> node;
+  @GuardedBy("lock")
+  private final RankStream stream;
+  @GuardedBy("lock")
+  private final RankEvents events;
+  @GuardedBy("lock")
+  private final DumpFile dump;
+  @GuardedBy("lock")
+  private final DumpTrigger trigger;
+  @GuardedBy("lock")
+  private List<ProcessGroup> announced = List.of();
+  @GuardedBy("lock")
+  private boolean unshipped;
+  @GuardedBy("lock")
+  private long lastHeartbeatNanos;
+  @GuardedBy("lock")
+  private boolean heartbeatSent;
+
+  /**
+   * @param lock the agent's lock, held by every caller but gRPC's
+   * @param node every local rank of the node by global rank; read under the lock once the agent is built
+   * @param investigating told on a gRPC thread that the daemon asked for a dump
+   * @param wake told on a gRPC thread that a request waits to be served
+   */
+  LocalRank(int rank, AgentSettings settings, Channel channel, DumpReader reader, Clock clock, Object lock,
+      Map<Integer, LocalRank> node, Runnable investigating, Runnable wake) {
+    this.rank = rank;
+    this.settings = settings;
+    this.lock = lock;
+    this.clock = clock;
+    this.node = node;
+    this.investigating = investigating;
+    this.wake = wake;
+    this.events = new RankEvents(rank, settings.stream().maxQueuedEvents(), clock);
+    this.dump = new DumpFile(rank, settings, reader);
+    this.trigger = new DumpTrigger(rank, settings, clock);
+    this.stream = new RankStream(channel, settings.stream(), "agent rank " + rank, this);
+  }
+
+  @Override
+  @GuardedBy("lock")
+  public RankMessage hello() {
+    // A new stream: what the old one carried is sent again. Requests of the old stream are dropped: the daemon
+    // that sent them is gone or has given up on them, and a restarted daemon numbers its requests anew.
+    requests.clear();
+    trigger.clear();
+    FlightRecorderDump last = dump.last();
+    unshipped = last != null;
+    return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
+        .setJobId(settings.jobId()).setGlobalRank(rank).setWorldSize(settings.worldSize())
+        .setLocalRank(settings.localRanks().indexOf(rank)).setHostname(settings.hostname()).setCudaDevice(-1)
+        .setFrdiagVersion("0.1.0").setFrameworkVersion("torch").setNcclVersion(
+            last == null ? "" : last.commLibVersion()))
+        .addAllProcessGroups(announced).setRingCapacity(0)).build();
+  }
+
+  @Override
+  public void onDumpRequest(DumpRequest request) {
+    investigating.run();
+    if (!requests.offer(request)) {
+      log.warn("rank {}: {} dump requests already pending, request {} dropped", rank, MAX_PENDING_REQUESTS,
+          request.getRequestId());
+      return;
+    }
+    wake.run();
+  }
+
+  /** True while the daemon has welcomed this rank's stream. */
+  @GuardedBy("lock")
+  boolean isWelcomed() {
+    return stream.isWelcomed();
+  }
+
+  /** Drops the stream after a failure of the agent's own; the next tick starts over, resending what it knows. */
+  @GuardedBy("lock")
+  void reset(String why, Throwable cause, long nowNanos) {
+    stream.reset(why, cause, nowNanos);
+  }
+
+  /** One of this rank's watchdog lines. */
+  @GuardedBy("lock")
+  void onLine(WatchdogLine line, Path source) {
+    events.onLine(line, source);
+  }
+
+  /** Moves the stream along, takes new requests, reads a new dump, and sends what is due. */
+  @GuardedBy("lock")
+  void tick(long nowNanos, boolean pollFiles) {
+    boolean open = stream.poll(nowNanos);
+    takeRequests(nowNanos);
+    if ((pollFiles || !trigger.isEmpty()) && dump.lookAt(this::peerDumps)) {
+      unshipped = true;
+    }
+    if (!open) {
+      // Replies can only go on a stream; a request whose answer fell due meanwhile is no longer awaited.
+      trigger.expire(nowNanos);
+      return;
+    }
+    if (unshipped) {
+      ship();
+    }
+    while (!events.isEmpty() && stream.isReady()) {
+      stream.send(RankMessage.newBuilder().setEvent(events.next()).build());
+    }
+    trigger.answer(nowNanos, dump, reply -> stream.send(RankMessage.newBuilder().setDumpReply(reply).build()));
+    if (!heartbeatSent || nowNanos - lastHeartbeatNanos >= settings.stream().heartbeatInterval().toNanos()) {
+      heartbeatSent = true;
+      lastHeartbeatNanos = nowNanos;
+      stream.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
+          .setSentAtNs(clock.millis() * 1_000_000L)).build());
+    }
+  }
+
+  /** Says goodbye; pending requests get an error, so the daemon need not wait out its deadline. */
+  @GuardedBy("lock")
+  void stop(long nowNanos) {
+    if (stream.isWelcomed()) {
+      takeRequests(nowNanos);
+      trigger.refuseAll("the node agent is stopping",
+          reply -> stream.send(RankMessage.newBuilder().setDumpReply(reply).build()));
+      while (!events.isEmpty()) {
+        stream.send(RankMessage.newBuilder().setEvent(events.next()).build());
+      }
+    }
+    trigger.clear();
+    stream.finish(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("node agent stopped"))
+        .build());
+  }
+
+  @GuardedBy("lock")
+  private void takeRequests(long nowNanos) {
+    DumpRequest request;
+    while ((request = requests.poll()) != null) {
+      trigger.add(request, nowNanos);
+    }
+  }
+
+  /** The last dumps of the node's other ranks, which help tell which groups' pg_status counts P2P seqs. */
+  @GuardedBy("lock")
+  private List<FlightRecorderDump> peerDumps() {
+    List<FlightRecorderDump> out = new ArrayList<>();
+    for (LocalRank other : node.values()) {
+      if (other != this && other.dump.last() != null) {
+        out.add(other.dump.last());
+      }
+    }
+    return out;
+  }
+
+  /** Announces the dump's new groups, then sends its records in batches, so the daemon's window is current. */
+  @GuardedBy("lock")
+  private void ship() {
+    unshipped = false;
+    FlightRecorderDump last = dump.last();
+    List<ProcessGroup> added = new ArrayList<>(last.processGroups());
+    added.removeAll(announced);
+    if (!added.isEmpty()) {
+      stream.send(RankMessage.newBuilder().setProcessGroups(ProcessGroupUpdate.newBuilder()
+          .addAllProcessGroups(added)).build());
+      List<ProcessGroup> all = new ArrayList<>(announced);
+      all.addAll(added);
+      announced = List.copyOf(all);
+    }
+    ReplyBuilder.batches(last, settings.stream().maxBatchRecords(),
+        batch -> stream.send(RankMessage.newBuilder().setRecords(batch).build()));
+  }
+}
