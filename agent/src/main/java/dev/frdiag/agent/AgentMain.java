@@ -1,6 +1,7 @@
 package dev.frdiag.agent;
 
-import dev.frdiag.proto.FrdiagVersion;
+import dev.frdiag.command.DurationConverter;
+import dev.frdiag.command.VersionProvider;
 
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -25,7 +26,7 @@ import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 
 /** {@code fr-agent}: runs a {@link NodeAgent} for the PyTorch ranks of this node until SIGTERM/SIGINT. */
-@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = AgentMain.Version.class,
+@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     sortOptions = false, usageHelpAutoWidth = true,
     description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
         + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, and forwards the "
@@ -313,14 +314,6 @@ public final class AgentMain implements Callable<Integer> {
 
     UsageException(String message) {
       super(message);
-    }
-  }
-
-  /** Prints the version Maven stamped into the build. */
-  static final class Version implements CommandLine.IVersionProvider {
-    @Override
-    public String[] getVersion() {
-      return new String[] {"fr-agent " + FrdiagVersion.current()};
     }
   }
 }

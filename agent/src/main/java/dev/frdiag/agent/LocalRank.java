@@ -1,5 +1,6 @@
 package dev.frdiag.agent;
 
+import dev.frdiag.proto.FrdiagVersion;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.reporter.RankStream;
 import dev.frdiag.proto.v1.DumpRequest;
@@ -98,7 +99,7 @@ final class LocalRank implements RankStream.Listener {
     return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
         .setJobId(settings.jobId()).setGlobalRank(rank).setWorldSize(settings.worldSize())
         .setLocalRank(settings.localRanks().indexOf(rank)).setHostname(settings.hostname()).setCudaDevice(-1)
-        .setFrdiagVersion("0.1.0").setFrameworkVersion("torch").setNcclVersion(
+        .setFrdiagVersion(FrdiagVersion.current()).setFrameworkVersion("torch").setNcclVersion(
             last == null ? "" : last.commLibVersion()))
         .addAllProcessGroups(announced).setRingCapacity(0)).build();
   }

@@ -1,5 +1,6 @@
 package dev.frdiag.testing.sim;
 
+import dev.frdiag.proto.FrdiagVersion;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.reporter.Reporter;
@@ -43,7 +44,6 @@ public final class RankSimulator implements AutoCloseable {
 
   static final String FRAMEWORK_VERSION = "simulated";
   static final String NCCL_VERSION = "2.27.3";
-  static final String FRDIAG_VERSION = "0.1.0";
   static final int PID_BASE = 10_000;
   private static final Duration DRIVER_STOP_TIMEOUT = Duration.ofSeconds(10);
   private static final int MAX_JOB_ID_BYTES = 256;
@@ -321,7 +321,7 @@ public final class RankSimulator implements AutoCloseable {
         .setHostname(topology.hostOf(rank))
         .setPid(PID_BASE + rank)
         .setCudaDevice(local)
-        .setFrdiagVersion(FRDIAG_VERSION)
+        .setFrdiagVersion(FrdiagVersion.current())
         .setFrameworkVersion(FRAMEWORK_VERSION)
         .setNcclVersion(NCCL_VERSION)
         .build();

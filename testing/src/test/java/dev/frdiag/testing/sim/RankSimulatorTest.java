@@ -1,5 +1,6 @@
 package dev.frdiag.testing.sim;
 
+import dev.frdiag.proto.FrdiagVersion;
 import static dev.frdiag.proto.v1.CollectiveState.COMPLETED;
 import static dev.frdiag.proto.v1.CollectiveState.SCHEDULED;
 import static dev.frdiag.proto.v1.CollectiveState.STARTED;
@@ -340,7 +341,7 @@ class RankSimulatorTest {
       assertThat(id.getCudaDevice()).isEqualTo(3);
       assertThat(id.getFrameworkVersion()).isEqualTo("simulated");
       assertThat(id.getNcclVersion()).isEqualTo("2.27.3");
-      assertThat(id.getFrdiagVersion()).isEqualTo("0.1.0");
+      assertThat(id.getFrdiagVersion()).isEqualTo(FrdiagVersion.current());
       assertThat(sim.reporter(11)).isEmpty();
       assertThat(sim.recorder(11).processGroups()).extracting(g -> g.getName())
           .containsExactly("0", "tp2", "pp3", "dp7");
