@@ -112,7 +112,7 @@ public final class DumpReader {
       Object root;
       boolean json;
       List<String> warnings = new ArrayList<>();
-      if ((content[0] & 0xff) == PickleScanner.PROTO) {
+      if ((content[0] & 0xff) == PickleOpcodes.PROTO) {
         int end = PickleScanner.scan(content, content.length);
         if (end < content.length) {
           warnings.add((content.length - end) + " bytes after the pickle's STOP opcode ignored");
@@ -317,7 +317,7 @@ public final class DumpReader {
   private static boolean looksLikeDump(Path file) {
     try (InputStream in = Files.newInputStream(file)) {
       byte[] head = in.readNBytes(SNIFF_BYTES);
-      return head.length > 0 && ((head[0] & 0xff) == PickleScanner.PROTO || JsonDumps.looksLikeJson(head,
+      return head.length > 0 && ((head[0] & 0xff) == PickleOpcodes.PROTO || JsonDumps.looksLikeJson(head,
           head.length));
     } catch (IOException e) {
       return true; // unreadable: let reading it report the problem
