@@ -47,7 +47,6 @@ final class DumpDecoder {
   private final DumpWarnings warnings = new DumpWarnings();
   /** pg_id to group name, as the entries reveal it and pg_status order completes it. */
   private final Map<Long, String> pgIdToName = new TreeMap<>();
-  private PgConfig config;
 
   /** A pg_status entry before its pg_id is matched to a group name. */
   private record Status(long pgId, long enqueued, long started, long completed) {}
@@ -98,7 +97,7 @@ final class DumpDecoder {
       commLib = string(top.get("nccl_version"), "'nccl_version'");
     }
 
-    config = PgConfig.read(top.get("pg_config"), rank, budget, warnings);
+    PgConfig config = PgConfig.read(top.get("pg_config"), rank, budget, warnings);
 
     StackFrames frames = new StackFrames(budget);
     List<CollectiveRecord> records = new ArrayList<>();
@@ -115,7 +114,7 @@ final class DumpDecoder {
     }
 
     List<Status> statuses = top.containsKey("pg_status") ? readStatus(top.get("pg_status")) : List.of();
-    List<ProcessGroupProgress> progress = resolveProgress(statuses);
+    List<ProcessGroupProgress> progress = resolveProgress(statuses, config);
 
     Map<String, Long> pgIdByName = new HashMap<>();
     pgIdToName.forEach((id, name) -> pgIdByName.putIfAbsent(name, id));
@@ -208,7 +207,7 @@ final class DumpDecoder {
    * mentions are matched by creation order: PyTorch hands out both pg_ids and default group names ("0", "1",
    * …) in the order groups are created, so sorted pg_ids line up with numerically sorted names.
    */
-  private List<ProcessGroupProgress> resolveProgress(List<Status> statuses) {
+  private List<ProcessGroupProgress> resolveProgress(List<Status> statuses, PgConfig config) {
     Map<Long, String> names = new HashMap<>(pgIdToName);
     List<Long> unresolved = new ArrayList<>();
     for (Status s : statuses) {
@@ -217,7 +216,7 @@ final class DumpDecoder {
       }
     }
     if (!unresolved.isEmpty()) {
-      Map<Long, String> byOrder = matchByCreationOrder(statuses);
+      Map<Long, String> byOrder = matchByCreationOrder(statuses, config);
       if (byOrder != null) {
         names.putAll(byOrder);
         unresolved.clear();
@@ -241,7 +240,7 @@ final class DumpDecoder {
   }
 
   /** pg_id → name by creation order, or null when the order is not trustworthy. */
-  private Map<Long, String> matchByCreationOrder(List<Status> statuses) {
+  private Map<Long, String> matchByCreationOrder(List<Status> statuses, PgConfig config) {
     TreeSet<Long> ids = new TreeSet<>(pgIdToName.keySet());
     statuses.forEach(s -> ids.add(s.pgId()));
     List<String> ordered = config.names();
