@@ -21,12 +21,12 @@ public record DumpFolder(Path dir, String prefix, List<DumpFileResult> files, Li
   }
 
   /** The dumps that were read, by rank. */
-  public List<FlightRecorderDump> dumps() {
+  List<FlightRecorderDump> dumps() {
     return files.stream().filter(DumpFileResult::isOk).map(DumpFileResult::dump).toList();
   }
 
   /** The files that could not be read, by rank. */
-  public List<DumpFileResult> failures() {
+  List<DumpFileResult> failures() {
     return files.stream().filter(f -> !f.isOk()).toList();
   }
 

@@ -30,7 +30,7 @@ import java.util.stream.Stream;
  */
 public final class DumpReader {
   /** Files larger than this are refused unless configured otherwise: real dumps are kilobytes to megabytes. */
-  public static final long DEFAULT_MAX_FILE_BYTES = 1L << 30;
+  static final long DEFAULT_MAX_FILE_BYTES = 1L << 30;
   /** The largest limit that can be configured: a dump is read into one array. */
   public static final long MAX_FILE_BYTES_LIMIT = Integer.MAX_VALUE - 8;
   /** PyTorch's default dump file prefix ({@code TORCH_FR_DUMP_TEMP_FILE}, without its directory). */
@@ -56,12 +56,13 @@ public final class DumpReader {
     return builder().build();
   }
 
+  /** A builder for a reader with other limits. */
   public static Builder builder() {
     return new Builder();
   }
 
   /** Files larger than this many bytes are refused. */
-  public long maxFileBytes() {
+  long maxFileBytes() {
     return maxFileBytes;
   }
 
@@ -96,7 +97,7 @@ public final class DumpReader {
    * @param file the name to report it under (need not exist)
    * @throws DumpFormatException if the bytes are not a readable dump
    */
-  public FlightRecorderDump parse(byte[] content, Path file, int rank) throws DumpFormatException {
+  FlightRecorderDump parse(byte[] content, Path file, int rank) throws DumpFormatException {
     Objects.requireNonNull(content, "content");
     Objects.requireNonNull(file, "file");
     if (rank < 0) {
@@ -112,7 +113,7 @@ public final class DumpReader {
       Object root;
       boolean json;
       List<String> warnings = new ArrayList<>();
-      if ((content[0] & 0xff) == PickleScanner.PROTO) {
+      if ((content[0] & 0xff) == PickleOpcodes.PROTO) {
         int end = PickleScanner.scan(content, content.length);
         if (end < content.length) {
           warnings.add((content.length - end) + " bytes after the pickle's STOP opcode ignored");
@@ -143,16 +144,12 @@ public final class DumpReader {
   }
 
   /**
-   * Reads every dump in a folder. Files whose names do not end in a rank ({@code fault_injection.log},
-   * {@code NOTICE.md}) are left out with a note, as are files with another prefix when {@code prefix} is given.
+   * Reads every dump in a folder, the files {@link #listFolder} chooses.
    *
-   * @param prefix the file name prefix of the dumps (a path prefix such as {@code /tmp/nccl_trace_rank_} works
-   *     too); when empty it is inferred, which works when the dumps share one prefix
    * @return one result per dump file, by rank; a corrupt file is a failed result, not an exception
-   * @throws DumpFormatException if the folder cannot be listed, holds no dumps, or holds files with different
-   *     prefixes and none was given
+   * @throws DumpFormatException as {@link #listFolder} does
    */
-  public DumpFolder readFolder(Path dir, Optional<String> prefix) throws DumpFormatException {
+  DumpFolder readFolder(Path dir, Optional<String> prefix) throws DumpFormatException {
     DumpFolder.Listing listing = listFolder(dir, prefix);
     List<DumpFileResult> results = new ArrayList<>(listing.files().size());
     for (DumpFolder.DumpFile f : listing.files()) {
@@ -166,10 +163,15 @@ public final class DumpReader {
   }
 
   /**
-   * The dump files of a folder without reading them: what {@link #readFolder} reads, chosen the same way, for
-   * callers that read the files themselves (several at a time, or handing each on as soon as it is read).
+   * The dump files of a folder without reading them, for callers that read the files themselves (several at a
+   * time, or handing each on as soon as it is read). Files whose names do not end in a rank
+   * ({@code fault_injection.log}, {@code NOTICE.md}) are left out with a note, as are files with another prefix
+   * when {@code prefix} is given.
    *
-   * @throws DumpFormatException as {@link #readFolder} does
+   * @param prefix the file name prefix of the dumps (a path prefix such as {@code /tmp/nccl_trace_rank_} works
+   *     too); when empty it is inferred, which works when the dumps share one prefix
+   * @throws DumpFormatException if the folder cannot be listed, holds no dumps, or holds files with different
+   *     prefixes and none was given
    */
   public DumpFolder.Listing listFolder(Path dir, Optional<String> prefix) throws DumpFormatException {
     Objects.requireNonNull(dir, "dir");
@@ -255,7 +257,7 @@ public final class DumpReader {
    *
    * @return the rank, or empty when the name does not start with the prefix or does not end in a rank
    */
-  public static OptionalInt rankFromFileName(String fileName, String prefix) {
+  static OptionalInt rankFromFileName(String fileName, String prefix) {
     Objects.requireNonNull(fileName, "fileName");
     Objects.requireNonNull(prefix, "prefix");
     if (!fileName.startsWith(prefix)) {
@@ -317,7 +319,7 @@ public final class DumpReader {
   private static boolean looksLikeDump(Path file) {
     try (InputStream in = Files.newInputStream(file)) {
       byte[] head = in.readNBytes(SNIFF_BYTES);
-      return head.length > 0 && ((head[0] & 0xff) == PickleScanner.PROTO || JsonDumps.looksLikeJson(head,
+      return head.length > 0 && ((head[0] & 0xff) == PickleOpcodes.PROTO || JsonDumps.looksLikeJson(head,
           head.length));
     } catch (IOException e) {
       return true; // unreadable: let reading it report the problem

@@ -64,7 +64,7 @@ public record FlightRecorderDump(
   }
 
   /** The same dump as if it had been read from {@code otherFile}. */
-  public FlightRecorderDump withFile(Path otherFile) {
+  FlightRecorderDump withFile(Path otherFile) {
     return new FlightRecorderDump(otherFile, rank, version, commLibVersion, processGroups, records, progress,
         frames, warnings);
   }

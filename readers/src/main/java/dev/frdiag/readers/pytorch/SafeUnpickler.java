@@ -55,38 +55,38 @@ final class SafeUnpickler extends Unpickler {
   @Override
   protected Object dispatch(short key) throws PickleException, IOException {
     switch (key) {
-      case PickleScanner.EMPTY_DICT:
+      case PickleOpcodes.EMPTY_DICT:
         stack.add(new LinkedHashMap<>());
         return NO_RETURN_VALUE;
-      case PickleScanner.DICT: {
+      case PickleOpcodes.DICT: {
         Map<Object, Object> dict = new LinkedHashMap<>();
         putPairs(stack.pop_all_since_marker(), dict);
         stack.add(dict);
         return NO_RETURN_VALUE;
       }
-      case PickleScanner.SETITEMS: {
+      case PickleOpcodes.SETITEMS: {
         List<Object> pairs = stack.pop_all_since_marker();
         putPairs(pairs, asDict(stack.peek()));
         return NO_RETURN_VALUE;
       }
-      case PickleScanner.BINPUT:
+      case PickleOpcodes.BINPUT:
         put(input.read());
         return NO_RETURN_VALUE;
-      case PickleScanner.LONG_BINPUT:
+      case PickleOpcodes.LONG_BINPUT:
         put(u32());
         return NO_RETURN_VALUE;
-      case PickleScanner.MEMOIZE:
+      case PickleOpcodes.MEMOIZE:
         put(distinct);
         return NO_RETURN_VALUE;
-      case PickleScanner.BINGET:
+      case PickleOpcodes.BINGET:
         stack.add(get(input.read()));
         return NO_RETURN_VALUE;
-      case PickleScanner.LONG_BINGET:
+      case PickleOpcodes.LONG_BINGET:
         stack.add(get(u32()));
         return NO_RETURN_VALUE;
       default:
-        if (!PickleScanner.isAllowed(key)) {
-          throw new PickleException("pickle opcode " + PickleScanner.opName(key) + " is not allowed");
+        if (!PickleOpcodes.isAllowed(key)) {
+          throw new PickleException("pickle opcode " + PickleOpcodes.opName(key) + " is not allowed");
         }
         return super.dispatch(key);
     }

@@ -54,7 +54,7 @@ public final class WatchdogLogReader {
   }
 
   /** Every watchdog line read from {@code in}; {@code name} labels sources ("name:line"). */
-  public static List<WatchdogLine> read(Reader in, String name) throws IOException {
+  static List<WatchdogLine> read(Reader in, String name) throws IOException {
     List<WatchdogLine> out = new ArrayList<>();
     BufferedReader lines = new BufferedReader(in);
     String line;

@@ -181,7 +181,7 @@ class CorruptDumpsTest {
     // Every string of a dump, in turn, claims to be 2 GiB long.
     for (byte[] pickle : List.of(realPickle, syntheticPickle)) {
       for (int at : Pickles.opcodeOffsets(pickle)) {
-        if (pickle[at] == PickleScanner.BINUNICODE) {
+        if (pickle[at] == PickleOpcodes.BINUNICODE) {
           byte[] b = pickle.clone();
           b[at + 1] = (byte) 0xff;
           b[at + 2] = (byte) 0xff;
@@ -198,12 +198,12 @@ class CorruptDumpsTest {
 
   @Test
   void opcodesThatImportOrCallAreRefusedWhereverTheyAppear() {
-    int[] forbidden = {PickleScanner.GLOBAL, PickleScanner.STACK_GLOBAL, PickleScanner.REDUCE, PickleScanner.BUILD,
-        PickleScanner.INST, PickleScanner.OBJ, PickleScanner.NEWOBJ, PickleScanner.NEWOBJ_EX, PickleScanner.EXT1,
-        PickleScanner.EXT2, PickleScanner.EXT4, PickleScanner.PERSID, PickleScanner.BINPERSID};
+    int[] forbidden = {PickleOpcodes.GLOBAL, PickleOpcodes.STACK_GLOBAL, PickleOpcodes.REDUCE, PickleOpcodes.BUILD,
+        PickleOpcodes.INST, PickleOpcodes.OBJ, PickleOpcodes.NEWOBJ, PickleOpcodes.NEWOBJ_EX, PickleOpcodes.EXT1,
+        PickleOpcodes.EXT2, PickleOpcodes.EXT4, PickleOpcodes.PERSID, PickleOpcodes.BINPERSID};
     List<Integer> offsets = Pickles.opcodeOffsets(realPickle);
     for (int op : forbidden) {
-      String name = PickleScanner.opName(op);
+      String name = PickleOpcodes.opName(op);
       mustFail(name + " first", bytes(0x80, 2, op, 'o', 's', '\n', 's', 'y', 's', 't', 'e', 'm', '\n', '.'),
           "pickle opcode " + name + " at byte 2 is not allowed in a Flight Recorder dump");
       for (int i = 1; i < offsets.size(); i += 20) {
@@ -221,8 +221,8 @@ class CorruptDumpsTest {
   @Test
   void brokenStructureIsCaughtBeforeAnythingIsBuilt() {
     List<Integer> offsets = Pickles.opcodeOffsets(realPickle);
-    int[] swaps = {PickleScanner.SETITEMS, PickleScanner.APPENDS, PickleScanner.MARK, PickleScanner.STOP,
-        PickleScanner.TUPLE2, PickleScanner.EMPTY_DICT, PickleScanner.EMPTY_LIST, 0xff, 0x00, 'I'};
+    int[] swaps = {PickleOpcodes.SETITEMS, PickleOpcodes.APPENDS, PickleOpcodes.MARK, PickleOpcodes.STOP,
+        PickleOpcodes.TUPLE2, PickleOpcodes.EMPTY_DICT, PickleOpcodes.EMPTY_LIST, 0xff, 0x00, 'I'};
     for (int i = 1; i < offsets.size(); i += 10) {
       int at = offsets.get(i);
       for (int op : swaps) {
@@ -231,7 +231,7 @@ class CorruptDumpsTest {
         }
         byte[] b = realPickle.clone();
         b[at] = (byte) op;
-        mayFail(PickleScanner.opName(op) + " at " + at, b);
+        mayFail(PickleOpcodes.opName(op) + " at " + at, b);
       }
       byte[] deleted = new byte[realPickle.length - 1];
       System.arraycopy(realPickle, 0, deleted, 0, at);

@@ -226,11 +226,11 @@ class DumpReaderTest {
         .hasMessage("pickle opcode GLOBAL at byte 2 is not allowed in a Flight Recorder dump (" + FILE + ")");
     byte[] pickle = Pickles.encode(synthetic());
     int at = 200;
-    while (pickle[at] != PickleScanner.BINUNICODE) {
+    while (pickle[at] != PickleOpcodes.BINUNICODE) {
       at++;
     }
     byte[] reduce = pickle.clone();
-    reduce[at] = PickleScanner.REDUCE;
+    reduce[at] = PickleOpcodes.REDUCE;
     assertThatThrownBy(() -> reader.parse(reduce, FILE, 3))
         .hasMessage("pickle opcode REDUCE at byte " + at + " is not allowed in a Flight Recorder dump (" + FILE
             + ")");
@@ -287,7 +287,7 @@ class DumpReaderTest {
     // time_created_ns of the first entry, LONG1 with 8 bytes, becomes a 9-byte LONG1 (2^64 + itself).
     byte[] pickle = Pickles.encode(synthetic());
     byte[] t0 = new byte[10];
-    t0[0] = (byte) PickleScanner.LONG1;
+    t0[0] = (byte) PickleOpcodes.LONG1;
     t0[1] = 8;
     for (int i = 0; i < 8; i++) {
       t0[2 + i] = (byte) (SyntheticDumps.T0 >>> (8 * i));

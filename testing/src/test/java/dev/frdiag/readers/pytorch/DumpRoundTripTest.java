@@ -59,12 +59,12 @@ class DumpRoundTripTest {
 
   @Test
   void pickleUsesOnlyTheOpcodesOfPyTorchsPickler() {
-    Set<Integer> expected = Set.of(PickleScanner.PROTO, PickleScanner.EMPTY_DICT, PickleScanner.MARK,
-        PickleScanner.SETITEMS, PickleScanner.BINUNICODE, PickleScanner.BINPUT, PickleScanner.BINGET,
-        PickleScanner.LONG_BINPUT, PickleScanner.LONG_BINGET, PickleScanner.EMPTY_LIST, PickleScanner.APPENDS,
-        PickleScanner.BININT1, PickleScanner.BININT2, PickleScanner.BININT, PickleScanner.LONG1,
-        PickleScanner.NONE, PickleScanner.NEWTRUE, PickleScanner.NEWFALSE, PickleScanner.TUPLE2,
-        PickleScanner.BINFLOAT, PickleScanner.STOP);
+    Set<Integer> expected = Set.of(PickleOpcodes.PROTO, PickleOpcodes.EMPTY_DICT, PickleOpcodes.MARK,
+        PickleOpcodes.SETITEMS, PickleOpcodes.BINUNICODE, PickleOpcodes.BINPUT, PickleOpcodes.BINGET,
+        PickleOpcodes.LONG_BINPUT, PickleOpcodes.LONG_BINGET, PickleOpcodes.EMPTY_LIST, PickleOpcodes.APPENDS,
+        PickleOpcodes.BININT1, PickleOpcodes.BININT2, PickleOpcodes.BININT, PickleOpcodes.LONG1,
+        PickleOpcodes.NONE, PickleOpcodes.NEWTRUE, PickleOpcodes.NEWFALSE, PickleOpcodes.TUPLE2,
+        PickleOpcodes.BINFLOAT, PickleOpcodes.STOP);
     Set<Integer> used = new HashSet<>();
     for (FlightRecorderDump dump : SyntheticDumps.job("2.9", true)) {
       byte[] pickle = DumpWriter.toPickle(dump);

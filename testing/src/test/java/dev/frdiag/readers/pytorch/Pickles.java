@@ -68,14 +68,14 @@ final class Pickles {
       offsets.add(pos);
       int op = pickle[pos++] & 0xff;
       switch (op) {
-        case PickleScanner.PROTO, PickleScanner.BINPUT, PickleScanner.BINGET, PickleScanner.BININT1 -> pos += 1;
-        case PickleScanner.BININT2 -> pos += 2;
-        case PickleScanner.BININT, PickleScanner.LONG_BINPUT, PickleScanner.LONG_BINGET -> pos += 4;
-        case PickleScanner.BINFLOAT -> pos += 8;
-        case PickleScanner.LONG1 -> pos += 1 + (pickle[pos] & 0xff);
-        case PickleScanner.BINUNICODE -> pos += 4 + ((pickle[pos] & 0xff) | (pickle[pos + 1] & 0xff) << 8
+        case PickleOpcodes.PROTO, PickleOpcodes.BINPUT, PickleOpcodes.BINGET, PickleOpcodes.BININT1 -> pos += 1;
+        case PickleOpcodes.BININT2 -> pos += 2;
+        case PickleOpcodes.BININT, PickleOpcodes.LONG_BINPUT, PickleOpcodes.LONG_BINGET -> pos += 4;
+        case PickleOpcodes.BINFLOAT -> pos += 8;
+        case PickleOpcodes.LONG1 -> pos += 1 + (pickle[pos] & 0xff);
+        case PickleOpcodes.BINUNICODE -> pos += 4 + ((pickle[pos] & 0xff) | (pickle[pos + 1] & 0xff) << 8
             | (pickle[pos + 2] & 0xff) << 16 | (pickle[pos + 3] & 0xff) << 24);
-        case PickleScanner.STOP -> pos = pickle.length;
+        case PickleOpcodes.STOP -> pos = pickle.length;
         default -> { }
       }
     }
