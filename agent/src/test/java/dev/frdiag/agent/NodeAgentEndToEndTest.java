@@ -36,7 +36,13 @@ import org.junit.jupiter.api.io.TempDir;
 class NodeAgentEndToEndTest {
   private static final String JOB = "llama-7b.run3";
   private static final Duration STARTUP = Duration.ofSeconds(30);
-  private static final Duration INCIDENT = Duration.ofSeconds(20);
+  private static final Duration INCIDENT = Duration.ofSeconds(30);
+  /**
+   * How long a fake rank (a separate JVM) may take to notice its pipe and dump. Generous, because on a loaded
+   * machine that takes seconds; only the deaf rank's case waits it out.
+   */
+  private static final Duration DUMP_WAIT = Duration.ofSeconds(6);
+  private static final Duration SNAPSHOT_DEADLINE = Duration.ofSeconds(10);
 
   @TempDir
   Path dir;
@@ -164,7 +170,7 @@ class NodeAgentEndToEndTest {
     // The dumps are two minutes old, past the stall timeout; the agent sends no live progress, so the only
     // incident is the one the watchdog line opens.
     return new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(port).dataDir(dir.resolve("data"))
-        .stallTimeout(Duration.ofSeconds(60)).snapshotDeadline(Duration.ofSeconds(5)).build()).start();
+        .stallTimeout(Duration.ofSeconds(60)).snapshotDeadline(SNAPSHOT_DEADLINE).build()).start();
   }
 
   private List<ChildProcess> startRanks(Role... roles) throws Exception {
@@ -188,7 +194,7 @@ class NodeAgentEndToEndTest {
         .localRanks(IntStream.range(0, worldSize).boxed().toList())
         .dumpPrefix(dir + "/nccl_trace_rank_").pipePrefix(dir + "/nccl_pipe_")
         .logFiles(IntStream.range(0, worldSize).mapToObj(r -> dir.resolve("train-" + r + ".log")).toList())
-        .pollInterval(Duration.ofMillis(50)).dumpWait(Duration.ofMillis(1500))
+        .pollInterval(Duration.ofMillis(50)).dumpWait(DUMP_WAIT)
         .stream(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
             .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build())
         .build();
