@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.registry;
 
+import dev.frdiag.report.Report;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
@@ -40,7 +41,7 @@ public final class Job {
   @GuardedBy("lock")
   private boolean incidentOpen;
   @GuardedBy("lock")
-  private String incidentTrigger = "";
+  private Report.Trigger incidentTrigger;
   @GuardedBy("lock")
   private long incidentReportedNanos;
   @GuardedBy("lock")
@@ -280,7 +281,7 @@ public final class Job {
    * seq has not advanced for {@code stallTimeout}, a rank lost for at least {@code lostGrace}, or a rank that
    * reported a timeout or error.
    */
-  public String incidentTrigger(long nowNanos, Duration stallTimeout, Duration heartbeatTimeout,
+  public Report.Trigger incidentTrigger(long nowNanos, Duration stallTimeout, Duration heartbeatTimeout,
       Duration lostGrace) {
     synchronized (lock) {
       if (incidentOpen) {
@@ -297,13 +298,13 @@ public final class Job {
         // analysis does not take it for death: a starved process is often just slow, and a host that vanished
         // without closing its connection is found by the transport's keepalive, which then ends its streams.
         if (r.liveness == Liveness.LOST && !r.silent && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
-          return "rank_lost";
+          return Report.Trigger.RANK_LOST;
         }
         if (r.silent && r.liveness == Liveness.LOST && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
-          return "heartbeat_lost";
+          return Report.Trigger.HEARTBEAT_LOST;
         }
         if (r.unhandledEvent && !r.events.isEmpty()) {
-          return r.events.getLast().getKind().name().toLowerCase();
+          return triggerOf(r.events.getLast().getKind());
         }
       }
       // Per group (by name and members): outstanding work, and when any member last advanced.
@@ -326,15 +327,26 @@ public final class Job {
       }
       for (long[] agg : groups.values()) {
         if (agg[0] == 1 && nowNanos - agg[1] >= stallTimeout.toNanos()) {
-          return "stall";
+          return Report.Trigger.STALL;
         }
       }
       return null;
     }
   }
 
+  /** What a rank's event opens an incident as; the wire layer lets no other kind of event in. */
+  static Report.Trigger triggerOf(RankEvent.Kind kind) {
+    return switch (kind) {
+      case WATCHDOG_TIMEOUT -> Report.Trigger.WATCHDOG_TIMEOUT;
+      case COMM_ERROR -> Report.Trigger.COMM_ERROR;
+      case CUDA_ERROR -> Report.Trigger.CUDA_ERROR;
+      case WATCHDOG_STUCK -> Report.Trigger.WATCHDOG_STUCK;
+      case KIND_UNSPECIFIED, UNRECOGNIZED -> throw new IllegalArgumentException("rank event of kind " + kind);
+    };
+  }
+
   /** Opens an incident for {@code trigger}; the events that led to it are part of it. */
-  public void openIncident(String trigger) {
+  public void openIncident(Report.Trigger trigger) {
     synchronized (lock) {
       incidentOpen = true;
       incidentTrigger = trigger;
@@ -359,7 +371,7 @@ public final class Job {
    */
   public void closeIncidentAfterReport(long nowNanos, Duration quiet) {
     synchronized (lock) {
-      if (!incidentOpen || "stall".equals(incidentTrigger) || incidentReportedNanos == 0
+      if (!incidentOpen || incidentTrigger == Report.Trigger.STALL || incidentReportedNanos == 0
           || nowNanos - incidentReportedNanos < quiet.toNanos()) {
         return;
       }

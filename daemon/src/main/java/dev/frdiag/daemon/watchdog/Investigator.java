@@ -83,7 +83,7 @@ public final class Investigator {
   }
 
   /** Investigates {@code job} now; the future completes with the stored report. */
-  public CompletableFuture<Report> investigate(Job job, String trigger, Duration deadline) {
+  public CompletableFuture<Report> investigate(Job job, Report.Trigger trigger, Duration deadline) {
     List<Report.TimelineEntry> timeline = new ArrayList<>();
     Instant start = clock.get();
     timeline.add(new Report.TimelineEntry(start.toString(), describe(trigger)));
@@ -119,7 +119,7 @@ public final class Investigator {
           Instant now = clock.get();
           timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
               + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
-          Report report = Report.of(store.nextReportId(job.id()), job.id(), Report.Trigger.fromWire(trigger), now,
+          Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now,
               diagnosis, timeline);
           store.save(report);
           job.reportWritten(report.reportId());
@@ -136,17 +136,17 @@ public final class Investigator {
         }, executor);
   }
 
-  private static String describe(String trigger) {
+  private static String describe(Report.Trigger trigger) {
     return switch (trigger) {
-      case "stall" -> "stall detected: a process group with outstanding work stopped making progress";
-      case "rank_lost" -> "rank lost: a stream ended without goodbye";
-      case "heartbeat_lost" -> "a rank's heartbeats stopped (its stream is still open)";
-      case "watchdog_timeout" -> "a rank reported a watchdog timeout";
-      case "comm_error" -> "a rank reported a communication error";
-      case "cuda_error" -> "a rank reported a CUDA error";
-      case "watchdog_stuck" -> "a rank reported its watchdog stuck";
-      case "on_demand" -> "diagnosis requested";
-      default -> trigger;
+      case STALL -> "stall detected: a process group with outstanding work stopped making progress";
+      case RANK_LOST -> "rank lost: a stream ended without goodbye";
+      case HEARTBEAT_LOST -> "a rank's heartbeats stopped (its stream is still open)";
+      case WATCHDOG_TIMEOUT -> "a rank reported a watchdog timeout";
+      case COMM_ERROR -> "a rank reported a communication error";
+      case CUDA_ERROR -> "a rank reported a CUDA error";
+      case WATCHDOG_STUCK -> "a rank reported its watchdog stuck";
+      case ON_DEMAND -> "diagnosis requested";
+      case OFFLINE -> "offline analysis";
     };
   }
 

@@ -3,6 +3,7 @@ package dev.frdiag.daemon.watchdog;
 import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.report.Report;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
@@ -65,7 +66,7 @@ public final class Watchdog implements AutoCloseable {
       }
       return;
     }
-    String trigger = job.incidentTrigger(now, settings.stallTimeout(), settings.heartbeatTimeout(),
+    Report.Trigger trigger = job.incidentTrigger(now, settings.stallTimeout(), settings.heartbeatTimeout(),
         settings.lostGrace());
     if (trigger == null) {
       return;

@@ -130,6 +130,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
           job.addGroups(rank, message.getProcessGroups().getProcessGroupsList(), now);
         }
         case EVENT -> {
+          MessageValidator.event(message.getEvent());
           log.warn("job={} rank={} reported {}: {}", job.id(), rank, message.getEvent().getKind(),
               MessageValidator.abbreviate(message.getEvent().getMessage()));
           job.event(rank, message.getEvent(), now);

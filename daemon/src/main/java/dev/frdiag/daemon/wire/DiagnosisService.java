@@ -81,7 +81,7 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     }
     Duration deadline = request.getSnapshotDeadlineMs() > 0 ? Duration.ofMillis(request.getSnapshotDeadlineMs())
         : defaultDeadline;
-    investigator.investigate(job, "on_demand", deadline).whenComplete((report, error) -> {
+    investigator.investigate(job, Report.Trigger.ON_DEMAND, deadline).whenComplete((report, error) -> {
       if (error != null) {
         Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
         out.onError(Status.INTERNAL.withDescription("diagnosis failed: " + cause).asRuntimeException());

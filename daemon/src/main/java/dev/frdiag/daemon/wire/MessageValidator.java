@@ -6,6 +6,7 @@ import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import java.util.List;
 
@@ -37,6 +38,15 @@ final class MessageValidator {
           + (id.getWorldSize() - 1));
     }
     groups(hello.getProcessGroupsList(), id);
+  }
+
+  /** @throws IllegalArgumentException when the event says nothing the daemon can act on */
+  static void event(RankEvent event) {
+    if (event.getKind() == RankEvent.Kind.KIND_UNSPECIFIED || event.getKind() == RankEvent.Kind.UNRECOGNIZED) {
+      throw new IllegalArgumentException("rank event kind " + (event.getKind() == RankEvent.Kind.UNRECOGNIZED
+          ? event.getKindValue() + " is unknown" : "is not set")
+          + ": use WATCHDOG_TIMEOUT, COMM_ERROR, CUDA_ERROR or WATCHDOG_STUCK");
+    }
   }
 
   static void groups(List<ProcessGroup> groups, RankIdentity id) {

@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.registry;
 
+import dev.frdiag.report.Report.Trigger;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.proto.v1.ProcessGroup;
@@ -42,7 +43,7 @@ class JobTest {
     assertThat(job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
     job.heartbeat(0, List.of(progress(5, 4)), 0, 31 * S, 0);
     job.heartbeat(1, List.of(progress(5, 4)), 0, 31 * S, 0);
-    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("stall");
+    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   @Test
@@ -60,7 +61,7 @@ class JobTest {
     Job lost = twoRanks();
     lost.lost(1, "s1", 10 * S);
     assertThat(lost.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
-    assertThat(lost.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("rank_lost");
+    assertThat(lost.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
 
     Job silent = twoRanks();
     silent.heartbeat(0, List.of(), 0, 20 * S, 0);
@@ -69,7 +70,7 @@ class JobTest {
     silent.heartbeat(0, List.of(), 0, 40 * S, 0);
     assertThat(silent.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isNull();
     silent.heartbeat(0, List.of(), 0, 71 * S, 0);
-    assertThat(silent.incidentTrigger(71 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("heartbeat_lost");
+    assertThat(silent.incidentTrigger(71 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
   }
 
   @Test
@@ -88,8 +89,8 @@ class JobTest {
     Job job = twoRanks();
     job.event(0, dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 1 * S);
-    assertThat(job.incidentTrigger(1 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("watchdog_timeout");
-    job.openIncident("watchdog_timeout");
+    assertThat(job.incidentTrigger(1 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
+    job.openIncident(Trigger.WATCHDOG_TIMEOUT);
     job.incidentReported(2 * S);
     // A late timeout line from another rank is part of the same hang.
     job.event(1, dev.frdiag.proto.v1.RankEvent.newBuilder()
@@ -101,6 +102,6 @@ class JobTest {
     assertThat(job.incidentTrigger(33 * S, STALL, HEARTBEAT, GRACE)).isNull();
     job.event(1, dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 40 * S);
-    assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo("watchdog_timeout");
+    assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
   }
 }

@@ -114,7 +114,7 @@ class SnapshotQuorumTest {
             .setHostname("n").setPid(r).build(), List.of(world.build()), link, "s" + r, 0, nanos.get(), 0);
       }
 
-      CompletableFuture<Report> report = investigator.investigate(job, "on_demand", Duration.ofSeconds(60));
+      CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
       // The quorum is checked every 50 ms of real time, but the quiet it needs is measured on the injected clock.
       await().during(Duration.ofMillis(600)).atMost(Duration.ofSeconds(5)).until(() -> !report.isDone());
       nanos.addAndGet(Investigator.QUORUM_QUIET.toNanos());

@@ -10,6 +10,7 @@ import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -48,6 +49,18 @@ class MessageValidatorTest {
 
   private static void accepted(ThrowingCallable check) {
     assertThatCode(check).doesNotThrowAnyException();
+  }
+
+  @Test
+  void anEventMustSayWhatHappenedBecauseItMayOpenAnIncident() {
+    for (RankEvent.Kind kind : List.of(RankEvent.Kind.WATCHDOG_TIMEOUT, RankEvent.Kind.COMM_ERROR,
+        RankEvent.Kind.CUDA_ERROR, RankEvent.Kind.WATCHDOG_STUCK)) {
+      accepted(() -> MessageValidator.event(RankEvent.newBuilder().setKind(kind).build()));
+    }
+    String kinds = ": use WATCHDOG_TIMEOUT, COMM_ERROR, CUDA_ERROR or WATCHDOG_STUCK";
+    refused(() -> MessageValidator.event(RankEvent.getDefaultInstance()), "rank event kind is not set" + kinds);
+    refused(() -> MessageValidator.event(RankEvent.newBuilder().setKindValue(99).build()),
+        "rank event kind 99 is unknown" + kinds);
   }
 
   @Test
