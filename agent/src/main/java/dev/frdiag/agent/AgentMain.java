@@ -2,7 +2,6 @@ package dev.frdiag.agent;
 
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
-
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.io.IOException;

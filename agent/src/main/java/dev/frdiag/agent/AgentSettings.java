@@ -1,7 +1,7 @@
 package dev.frdiag.agent;
 
-import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.collector.reporter.ReporterSettings;
+import dev.frdiag.readers.pytorch.DumpReader;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;

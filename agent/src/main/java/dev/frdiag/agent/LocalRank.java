@@ -1,8 +1,8 @@
 package dev.frdiag.agent;
 
-import dev.frdiag.proto.FrdiagVersion;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.reporter.RankStream;
+import dev.frdiag.proto.FrdiagVersion;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.Goodbye;
 import dev.frdiag.proto.v1.Heartbeat;

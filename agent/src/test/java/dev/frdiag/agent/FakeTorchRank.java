@@ -1,7 +1,5 @@
 package dev.frdiag.agent;
 
-import dev.frdiag.testing.dumps.DumpWriter;
-import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
@@ -9,6 +7,8 @@ import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.Shape;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.testing.dumps.DumpWriter;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

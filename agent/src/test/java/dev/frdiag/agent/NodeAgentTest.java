@@ -1,12 +1,8 @@
 package dev.frdiag.agent;
 
-import dev.frdiag.testing.fakes.FakeCollector;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.frdiag.testing.dumps.DumpWriter;
-import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
@@ -18,6 +14,9 @@ import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.RankMessage.BodyCase;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.testing.dumps.DumpWriter;
+import dev.frdiag.testing.fakes.FakeCollector;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.io.FileInputStream;

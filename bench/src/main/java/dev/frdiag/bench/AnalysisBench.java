@@ -1,16 +1,16 @@
 package dev.frdiag.bench;
 
-import dev.frdiag.collector.recorder.FlightRecorder;
-import dev.frdiag.collector.ring.RecordView;
-import dev.frdiag.testing.sim.Fault;
-import dev.frdiag.testing.sim.RankSimulator;
-import dev.frdiag.testing.sim.Topology;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
 import dev.frdiag.analysis.RankEvidence;
+import dev.frdiag.collector.recorder.FlightRecorder;
+import dev.frdiag.collector.ring.RecordView;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.testing.sim.Fault;
+import dev.frdiag.testing.sim.RankSimulator;
+import dev.frdiag.testing.sim.Topology;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;

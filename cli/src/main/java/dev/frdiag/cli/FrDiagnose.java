@@ -1,11 +1,8 @@
 package dev.frdiag.cli;
 
-import dev.frdiag.command.VersionProvider;
-import dev.frdiag.cli.analyze.AnalyzeCommand;
 import dev.frdiag.analysis.Ranks;
-import dev.frdiag.report.Report;
-import dev.frdiag.report.ReportJson;
-import dev.frdiag.report.ReportText;
+import dev.frdiag.cli.analyze.AnalyzeCommand;
+import dev.frdiag.command.VersionProvider;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.GetReportRequest;
@@ -15,6 +12,9 @@ import dev.frdiag.proto.v1.ListReportsRequest;
 import dev.frdiag.proto.v1.ListReportsResponse;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.ReportSummary;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import dev.frdiag.report.ReportText;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import java.io.PrintWriter;

@@ -1,22 +1,21 @@
 package dev.frdiag.demo;
 
-import dev.frdiag.command.DurationConverter;
-import dev.frdiag.command.VersionProvider;
-import dev.frdiag.testing.incidents.IncidentWatch;
-
 import dev.frdiag.cli.ExitCode;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.reporter.ReporterSettings;
+import dev.frdiag.command.DurationConverter;
+import dev.frdiag.command.VersionProvider;
+import dev.frdiag.daemon.Daemon;
+import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.proto.v1.ReportEnvelope;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import dev.frdiag.report.ReportText;
+import dev.frdiag.testing.incidents.IncidentWatch;
 import dev.frdiag.testing.sim.Fault;
 import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
-import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
-import dev.frdiag.report.Report;
-import dev.frdiag.report.ReportJson;
-import dev.frdiag.report.ReportText;
-import dev.frdiag.proto.v1.ReportEnvelope;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.io.IOException;

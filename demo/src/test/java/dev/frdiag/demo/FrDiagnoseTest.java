@@ -1,13 +1,12 @@
 package dev.frdiag.demo;
 
-import dev.frdiag.cli.ExitCode;
-import dev.frdiag.cli.FrDiagnose;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.frdiag.demo.FrDemo;
+import dev.frdiag.cli.ExitCode;
+import dev.frdiag.cli.FrDiagnose;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.demo.FrDemo;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ServerSocket;

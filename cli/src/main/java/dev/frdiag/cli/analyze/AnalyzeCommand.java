@@ -1,5 +1,8 @@
 package dev.frdiag.cli.analyze;
 
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.cli.ExitCode;
 import dev.frdiag.readers.context.ContextFindings;
 import dev.frdiag.readers.nccl.NcclLog;
@@ -12,9 +15,6 @@ import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import dev.frdiag.readers.pytorch.WatchdogLogReader;
-import dev.frdiag.analysis.Diagnosis;
-import dev.frdiag.analysis.HangAnalyzer;
-import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;

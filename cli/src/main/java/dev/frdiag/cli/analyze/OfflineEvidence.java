@@ -1,8 +1,5 @@
 package dev.frdiag.cli.analyze;
 
-import dev.frdiag.readers.pytorch.FlightRecorderDump;
-import dev.frdiag.readers.pytorch.PgStatus;
-import dev.frdiag.readers.pytorch.WatchdogLine;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
 import dev.frdiag.analysis.RankEvidence;
@@ -14,6 +11,9 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.readers.pytorch.PgStatus;
+import dev.frdiag.readers.pytorch.WatchdogLine;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.cli.ExitCode;
+import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.report.Report;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.testing.dumps.FaultyDumps.Kind;
-import dev.frdiag.report.Report;
-import dev.frdiag.proto.v1.Symptom;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

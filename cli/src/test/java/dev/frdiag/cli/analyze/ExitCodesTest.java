@@ -3,9 +3,9 @@ package dev.frdiag.cli.analyze;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.cli.ExitCode;
+import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.testing.dumps.FaultyDumps.Kind;
-import dev.frdiag.proto.v1.Verdict;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

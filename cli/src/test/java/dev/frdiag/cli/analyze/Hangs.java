@@ -3,11 +3,11 @@ package dev.frdiag.cli.analyze;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.cli.ExitCode;
+import dev.frdiag.proto.v1.Verdict;
+import dev.frdiag.report.Report;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.testing.dumps.FaultyDumps;
 import dev.frdiag.testing.dumps.FaultyDumps.Kind;
-import dev.frdiag.report.Report;
-import dev.frdiag.proto.v1.Verdict;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;

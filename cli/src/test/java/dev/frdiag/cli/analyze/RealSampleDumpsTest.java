@@ -3,9 +3,9 @@ package dev.frdiag.cli.analyze;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.cli.ExitCode;
-import dev.frdiag.report.Report;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
+import dev.frdiag.report.Report;
 import org.junit.jupiter.api.Test;
 
 /** The answers on dumps PyTorch itself wrote, whose faults were injected on purpose (see the samples' README). */

@@ -2,10 +2,6 @@ package dev.frdiag.cli.analyze;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.frdiag.testing.dumps.DumpWriter.Encoding;
-import dev.frdiag.testing.dumps.FaultyDumps;
-import dev.frdiag.testing.dumps.FaultyDumps.Kind;
-import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
@@ -15,6 +11,10 @@ import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.testing.dumps.DumpWriter.Encoding;
+import dev.frdiag.testing.dumps.FaultyDumps;
+import dev.frdiag.testing.dumps.FaultyDumps.Kind;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

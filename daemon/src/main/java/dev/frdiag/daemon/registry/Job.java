@@ -1,6 +1,5 @@
 package dev.frdiag.daemon.registry;
 
-import dev.frdiag.report.Report;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
@@ -16,6 +15,7 @@ import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -2,8 +2,8 @@ package dev.frdiag.daemon.registry;
 
 import dev.frdiag.proto.v1.NodeContext;
 import java.util.Collection;
-import java.util.Map;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 

@@ -1,11 +1,11 @@
 package dev.frdiag.daemon.registry;
 
-import dev.frdiag.report.Report.Trigger;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.report.Report.Trigger;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -3,6 +3,7 @@ package dev.frdiag.daemon.wire;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.recorder.OpName;
 import dev.frdiag.collector.recorder.ProcessGroupHandle;
@@ -12,7 +13,6 @@ import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.collector.ring.RecordView;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
-import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.DiagnosisGrpc;

@@ -1,13 +1,13 @@
 package dev.frdiag.readers.context;
 
+import dev.frdiag.proto.v1.ContextFinding;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.ib.IbFinding;
 import dev.frdiag.readers.ib.IbWindow;
 import dev.frdiag.readers.nccl.NcclEvent;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclRank;
 import dev.frdiag.readers.nccl.NcclTopology;
-import dev.frdiag.proto.v1.ContextFinding;
-import dev.frdiag.proto.v1.NodeContext;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,9 +1,5 @@
 package dev.frdiag.testing.dumps;
 
-import dev.frdiag.readers.pytorch.DumpVersion;
-
-import dev.frdiag.readers.pytorch.FlightRecorderDump;
-
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.frdiag.proto.v1.CollectiveRecord;
@@ -12,6 +8,8 @@ import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.Shape;
+import dev.frdiag.readers.pytorch.DumpVersion;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -1,10 +1,10 @@
 package dev.frdiag.testing.sim;
 
-import dev.frdiag.proto.FrdiagVersion;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.collector.reporter.ReporterSettings;
+import dev.frdiag.proto.FrdiagVersion;
 import dev.frdiag.proto.v1.RankIdentity;
 import io.grpc.Channel;
 import java.nio.charset.StandardCharsets;

@@ -1,9 +1,8 @@
 package dev.frdiag.readers.pytorch;
 
-import dev.frdiag.testing.dumps.DumpWriter;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.testing.dumps.DumpWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,10 +1,9 @@
 package dev.frdiag.readers.pytorch;
 
-import dev.frdiag.testing.dumps.DumpWriter;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.frdiag.testing.dumps.DumpWriter;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

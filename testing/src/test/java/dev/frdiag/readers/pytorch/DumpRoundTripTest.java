@@ -1,13 +1,12 @@
 package dev.frdiag.readers.pytorch;
 
-import dev.frdiag.testing.dumps.DumpWriter;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.testing.dumps.DumpWriter;
+import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,18 +1,17 @@
 package dev.frdiag.readers.pytorch;
 
-import dev.frdiag.testing.dumps.DumpWriter;
-import dev.frdiag.testing.dumps.FaultyDumps;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.frdiag.testing.dumps.DumpWriter.Encoding;
-import dev.frdiag.testing.dumps.FaultyDumps.Kind;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.testing.dumps.DumpWriter;
+import dev.frdiag.testing.dumps.DumpWriter.Encoding;
+import dev.frdiag.testing.dumps.FaultyDumps;
+import dev.frdiag.testing.dumps.FaultyDumps.Kind;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,7 +1,6 @@
 package dev.frdiag.readers.pytorch;
 
 import dev.frdiag.testing.dumps.PickleWriter;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.List;

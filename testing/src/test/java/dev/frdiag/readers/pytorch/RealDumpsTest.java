@@ -1,7 +1,5 @@
 package dev.frdiag.readers.pytorch;
 
-import dev.frdiag.testing.dumps.DumpWriter;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.proto.CommsId;
@@ -9,6 +7,7 @@ import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.testing.dumps.DumpWriter;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,6 +1,5 @@
 package dev.frdiag.testing.sim;
 
-import dev.frdiag.proto.FrdiagVersion;
 import static dev.frdiag.proto.v1.CollectiveState.COMPLETED;
 import static dev.frdiag.proto.v1.CollectiveState.SCHEDULED;
 import static dev.frdiag.proto.v1.CollectiveState.STARTED;
@@ -9,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.collector.recorder.FlightRecorder;
+import dev.frdiag.proto.FrdiagVersion;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.RankIdentity;
 import java.time.Duration;
