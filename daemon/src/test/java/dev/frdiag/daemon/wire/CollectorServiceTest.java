@@ -96,26 +96,7 @@ class CollectorServiceTest {
 
   /** Opens a stream, sends the messages, and returns how the daemon ended it. */
   private CompletableFuture<Status> stream(RankMessage... messages) {
-    CompletableFuture<Status> ended = new CompletableFuture<>();
-    StreamObserver<RankMessage> out = CollectorGrpc.newStub(channel).connect(new StreamObserver<>() {
-      @Override
-      public void onNext(DaemonMessage value) {
-      }
-
-      @Override
-      public void onError(Throwable t) {
-        ended.complete(Status.fromThrowable(t));
-      }
-
-      @Override
-      public void onCompleted() {
-        ended.complete(Status.OK);
-      }
-    });
-    for (RankMessage m : messages) {
-      out.onNext(m);
-    }
-    return ended;
+    return RankStreams.send(channel, messages);
   }
 
   private void healthyJobIsConnected() {

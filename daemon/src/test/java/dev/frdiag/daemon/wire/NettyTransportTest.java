@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.proto.v1.CollectiveRecord;
-import dev.frdiag.proto.v1.CollectorGrpc;
-import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
@@ -15,9 +13,7 @@ import dev.frdiag.proto.v1.RecordBatch;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -50,28 +46,12 @@ class NettyTransportTest {
 
   /** Sends a Hello and then a batch with one record whose op name is {@code opBytes} long; returns how it ended. */
   private Status sendBatchOf(int opBytes) throws Exception {
-    CompletableFuture<Status> ended = new CompletableFuture<>();
-    StreamObserver<RankMessage> out = CollectorGrpc.newStub(channel).connect(new StreamObserver<>() {
-      @Override
-      public void onNext(DaemonMessage value) {
-      }
-
-      @Override
-      public void onError(Throwable t) {
-        ended.complete(Status.fromThrowable(t));
-      }
-
-      @Override
-      public void onCompleted() {
-        ended.complete(Status.OK);
-      }
-    });
-    out.onNext(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
+    RankMessage hello = RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
         .setJobId("big").setWorldSize(1).setHostname("node0").setPid(1)).addProcessGroups(ProcessGroup.newBuilder()
-        .setName("0").addRanks(0).setGlobalRankStride(1))).build());
-    out.onNext(RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(CollectiveRecord.newBuilder()
-        .setRecordId(1).setProcessGroup("0").setOp("x".repeat(opBytes)).setTimeCreatedNs(1))).build());
-    return ended.get(10, TimeUnit.SECONDS);
+        .setName("0").addRanks(0).setGlobalRankStride(1))).build();
+    RankMessage batch = RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(CollectiveRecord
+        .newBuilder().setRecordId(1).setProcessGroup("0").setOp("x".repeat(opBytes)).setTimeCreatedNs(1))).build();
+    return RankStreams.send(channel, hello, batch).get(10, TimeUnit.SECONDS);
   }
 
   @Test
