@@ -8,6 +8,7 @@ import static dev.frdiag.analysis.Wording.who;
 
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.util.ArrayList;
@@ -39,6 +40,11 @@ final class VerdictRules {
   private final JobIndex index;
   private final StuckOperations stuck;
   private final Wording wording;
+
+  /** What shows where a timed-out collective is held up, in the order it is cheapest to get. */
+  static final String MISSING_AFTER_TIMEOUT = "every rank's Flight Recorder dump (TORCH_FR_DUMP_ON_TIMEOUT=1 writes "
+      + "it when the watchdog fires), or at least every rank's watchdog lines with their PG status (last enqueued "
+      + "and completed work), and NCCL_DEBUG=INFO logs";
 
   VerdictRules(JobIndex index, StuckOperations stuck) {
     this.index = index;
@@ -127,7 +133,26 @@ final class VerdictRules {
     List<Integer> lost = index.ranks.keySet().stream().filter(index::isLost).toList();
     if (stuck.isEmpty() && lost.isEmpty()) {
       evidence.addAll(jobEvidence);
-      return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, 1.0, evidence,
+      List<Integer> timedOut = reported(RankEvent.Kind.WATCHDOG_TIMEOUT);
+      List<Integer> watchdogStuck = reported(RankEvent.Kind.WATCHDOG_STUCK);
+      if (!timedOut.isEmpty()) {
+        // PyTorch's watchdog fired: the job hung whatever else the evidence lacks. Without the stuck operation's
+        // members there is nothing to diff, so say what would show it rather than guess.
+        evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, timedOut, MISSING_AFTER_TIMEOUT));
+        return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), null, 0.3, evidence,
+            capitalize(who(timedOut)) + " timed out in a collective, but the evidence does not show which "
+                + "member held it up.", "Collect more evidence: " + MISSING_AFTER_TIMEOUT + ".");
+      }
+      if (!watchdogStuck.isEmpty()) {
+        // The watchdog thread itself stopped (ProcessGroupNCCL's heartbeat monitor), with no collective timeout
+        // before it: the thread is blocked in a CUDA or NCCL call, which no diff of collectives explains.
+        return diagnosis(Verdict.HANG, Symptom.WATCHDOG_STUCK, List.of(), null, 0.4, evidence,
+            "The watchdog of " + who(watchdogStuck) + " is stuck and no collective timed out before it: the "
+                + "watchdog thread is blocked in a CUDA or NCCL call.", recommendation(Symptom.WATCHDOG_STUCK));
+      }
+      boolean progress = index.ranks.values().stream().anyMatch(r -> !r.evidence.records().isEmpty()
+          || !r.evidence.progress().isEmpty());
+      return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, progress ? 0.9 : 0.4, evidence,
           "No hang: every process group with work is making progress.", "Nothing to do.");
     }
     if (stuck.isEmpty()) {
@@ -169,6 +194,12 @@ final class VerdictRules {
     return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
         "The job is stuck in " + first.label() + " but the evidence does not say why: " + missing + ".",
         "Collect more evidence: " + missing + ".");
+  }
+
+  /** Ranks that reported an event of {@code kind}, sorted. */
+  private List<Integer> reported(RankEvent.Kind kind) {
+    return index.ranks.values().stream().filter(r -> r.evidence.events().stream().anyMatch(e -> e.getKind() == kind))
+        .map(RankIndex::rank).sorted().toList();
   }
 
   /** Ranks with no fresh snapshot that are not known to be lost. */

@@ -195,6 +195,48 @@ class HangAnalyzerTest {
   }
 
   @Test
+  void progressSeenInRecordsIsNoHangWithoutClaimingCertainty() {
+    Diagnosis d = HangAnalyzer.analyze(healthySteps(job(), 3).offline());
+    assertThat(d.verdict()).isEqualTo(Verdict.NO_HANG);
+    assertThat(d.confidence()).isEqualTo(0.9);
+  }
+
+  @Test
+  void aWatchdogTimeoutIsNeverNoHangEvenWhenNothingShowsWhereItIsStuck() {
+    Snapshots s = healthySteps(job(), 3).event(2, RankEvent.Kind.WATCHDOG_TIMEOUT);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(d.symptom()).isEqualTo(Symptom.UNKNOWN);
+    assertThat(d.confidence()).isLessThanOrEqualTo(0.4);
+    assertThat(d.headline()).isEqualTo("Rank 2 timed out in a collective, but the evidence does not show which "
+        + "member held it up.");
+    assertThat(d.evidence()).anySatisfy(e -> {
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.INSUFFICIENT);
+      assertThat(e.ranks()).containsExactly(2);
+      assertThat(e.detail()).startsWith("every rank's Flight Recorder dump");
+    });
+  }
+
+  @Test
+  void aStuckWatchdogWithNoTimeoutBeforeItIsWatchdogStuck() {
+    Snapshots s = healthySteps(job(), 3).event(1, RankEvent.Kind.WATCHDOG_STUCK)
+        .event(3, RankEvent.Kind.WATCHDOG_STUCK);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(d.symptom()).isEqualTo(Symptom.WATCHDOG_STUCK);
+    assertThat(d.culpritRanks()).isEmpty();
+    assertThat(d.confidence()).isEqualTo(0.4);
+    assertThat(d.headline()).startsWith("The watchdog of ranks 1, 3 is stuck");
+  }
+
+  @Test
+  void aStuckWatchdogAfterATimeoutIsASecondSymptomNotTheCause() {
+    Snapshots s = healthySteps(job(), 3).event(2, RankEvent.Kind.WATCHDOG_TIMEOUT)
+        .event(1, RankEvent.Kind.WATCHDOG_STUCK);
+    assertThat(HangAnalyzer.analyze(s.offline()).verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+  }
+
+  @Test
   void allIssuedNoneStartedWithoutStartEventsIsInsufficientEvidence() {
     Snapshots s = new Snapshots(2);
     s.all("0", "all_reduce", SCHEDULED);

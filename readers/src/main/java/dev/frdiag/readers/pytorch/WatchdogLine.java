@@ -16,7 +16,7 @@ package dev.frdiag.readers.pytorch;
  * @param lastEnqueued the rank's last enqueued work seq for the group; -1 when absent
  * @param lastCompleted the rank's last completed work seq for the group; -1 when absent
  * @param fromRank for a dump signal from another rank: that rank; -1 otherwise
- * @param stuckSeconds for a stuck watchdog: how long; -1 otherwise
+ * @param stuckSeconds for a stuck watchdog: how long; -1 otherwise, and when the heartbeat monitor did not say
  * @param source file name and line number, e.g. "train.log:812"
  * @param text the line as read (without trailing newline)
  */
@@ -32,7 +32,7 @@ public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgId
     PG_STATUS,
     /** "Received a dump signal …": the rank was told (or decided) to dump its flight recorder. */
     DUMP_SIGNAL,
-    /** "watchdog got stuck for N seconds": the watchdog thread itself is blocked. */
+    /** "watchdog got stuck for N seconds" or "Heartbeat monitor timed out!": the watchdog thread itself is blocked. */
     WATCHDOG_STUCK
   }
 

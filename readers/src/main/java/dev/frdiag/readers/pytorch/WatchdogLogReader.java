@@ -77,7 +77,9 @@ public final class WatchdogLogReader {
     boolean status = text.contains("watchdog at work") || text.contains("Timeout at NCCL work");
     boolean dump = text.contains("Received a dump signal");
     boolean stuck = text.contains("watchdog got stuck");
-    if (!work && !status && !dump && !stuck) {
+    // ProcessGroupNCCL's heartbeat monitor says this when the watchdog thread stopped beating (2.3 and later).
+    boolean heartbeat = text.contains("Heartbeat monitor timed out");
+    if (!work && !status && !dump && !stuck && !heartbeat) {
       return null;
     }
     int globalRank = intGroup(GLOBAL_RANK.matcher(text), 1);
@@ -114,6 +116,10 @@ public final class WatchdogLogReader {
     if (stuck && (m = STUCK.matcher(text)).find()) {
       return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgId, pgDesc, -1, "", -1,
           -1, -1, -1, -1, -1, Long.parseLong(m.group(1)), source, text);
+    }
+    if (heartbeat) {
+      return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgId, pgDesc, -1, "", -1,
+          -1, -1, -1, -1, -1, -1, source, text);
     }
     return null;
   }

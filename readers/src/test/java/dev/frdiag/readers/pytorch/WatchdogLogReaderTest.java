@@ -80,4 +80,15 @@ class WatchdogLogReaderTest {
     assertThat(lines.get(3).stuckSeconds()).isEqualTo(480);
     assertThat(lines.get(3).source()).isEqualTo("train.log:4");
   }
+
+  @Test
+  void theHeartbeatMonitorTimingOutMeansTheWatchdogIsStuck() {
+    WatchdogLine l = WatchdogLogReader.parse("[rank6]:[E1019 01:04:03.356947152 ProcessGroupNCCL.cpp:1413] "
+        + "[PG 3 Rank 0] Heartbeat monitor timed out! Process will be terminated after dumping debug info. "
+        + "workMetaList_.size()=121", "train.log:9");
+    assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.WATCHDOG_STUCK);
+    assertThat(l.globalRank()).isEqualTo(6);
+    assertThat(l.pgId()).isEqualTo("3");
+    assertThat(l.stuckSeconds()).isEqualTo(-1);
+  }
 }
