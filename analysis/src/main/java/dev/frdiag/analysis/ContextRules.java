@@ -75,8 +75,20 @@ final class ContextRules {
           + " failed (" + brief(first) + "): fabric, no rank diverged.", quote(Evidence.Kind.LINK_FAULT, link, job),
           Wording.recommendation(Symptom.FABRIC));
     }
+    List<ContextFinding> dead = byKind.getOrDefault(ContextFinding.Kind.DEAD_PEER, List.of());
+    if (!dead.isEmpty() && undecided) {
+      // A peer closed its sockets or NCCL's proxy reported a remote error, and nothing stronger (a CUDA fault, a
+      // local NIC or link fault) explains it: the process at the other end went away. Logs alone, so weak.
+      List<String> peers = dead.stream().map(ContextFinding::getPeer).filter(p -> !p.isEmpty())
+          .map(ContextRules::peerHost).distinct().sorted().toList();
+      String who = peers.isEmpty() ? "A peer of " + String.join(", ", hosts(dead)) : "The peer at "
+          + String.join(", ", peers);
+      return rewrite(d, Verdict.HANG, Symptom.DEAD_RANK, List.of(), peers, 0.4, who + " went away ("
+          + brief(dead.get(0)) + "): a rank died or was killed; its peers' errors follow from it.",
+          quote(Evidence.Kind.DEAD_PEER, dead, job), Wording.recommendation(Symptom.DEAD_RANK));
+    }
     List<Evidence> extra = new ArrayList<>();
-    extra.addAll(quote(Evidence.Kind.DEAD_PEER, byKind.getOrDefault(ContextFinding.Kind.DEAD_PEER, List.of()), job));
+    extra.addAll(quote(Evidence.Kind.DEAD_PEER, dead, job));
     extra.addAll(quote(Evidence.Kind.CONGESTION, byKind.getOrDefault(ContextFinding.Kind.CONGESTION, List.of()),
         job));
     extra.addAll(quote(Evidence.Kind.NOTE, byKind.getOrDefault(ContextFinding.Kind.NOTE, List.of()), job));

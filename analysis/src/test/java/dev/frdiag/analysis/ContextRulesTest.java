@@ -132,6 +132,35 @@ class ContextRulesTest {
   }
 
   @Test
+  void aPeerThatWentAwayMakesAnUndecidedVerdictADeadRankNamingItsHostWeakly() {
+    Diagnosis d = new Diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), null, 0.3,
+        List.of(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), "no rank's records, dump or watchdog line")),
+        List.of(), List.of(), List.of(), "Nothing here says how the ranks stand.", "Collect more evidence.", 0);
+    Diagnosis out = ContextRules.apply(d, job(node("node-a",
+        finding(ContextFinding.Kind.DEAD_PEER, "node-a", -1, -1, "", 0, "10.0.0.9<43215>",
+            "socket closed by peer 10.0.0.9<43215>", "nccl log"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(out.symptom()).isEqualTo(Symptom.DEAD_RANK);
+    assertThat(out.culpritRanks()).isEmpty();
+    assertThat(out.culpritHosts()).containsExactly("10.0.0.9");
+    assertThat(out.confidence()).isEqualTo(0.4);
+    assertThat(out.headline()).startsWith("The peer at 10.0.0.9 went away (");
+    assertThat(out.evidence()).extracting(Evidence::kind).containsExactly(Evidence.Kind.DEAD_PEER);
+  }
+
+  @Test
+  void aPeerThatWentAwayIsAConsequenceOfAStrongerVerdict() {
+    Diagnosis d = cpuStall(5);
+    Diagnosis out = ContextRules.apply(d, job(node("node-a",
+        finding(ContextFinding.Kind.DEAD_PEER, "node-a", -1, -1, "", 0, "10.0.0.9<43215>", "broken pipe", "log"))));
+
+    assertThat(out.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(out.culpritRanks()).containsExactly(5);
+    assertThat(out.evidence()).extracting(Evidence::kind).contains(Evidence.Kind.DEAD_PEER);
+  }
+
+  @Test
   void linkFaultDoesNotOverrideACpuStall() {
     Diagnosis d = cpuStall(5);
     Diagnosis out = ContextRules.apply(d, job(node("node-a",
