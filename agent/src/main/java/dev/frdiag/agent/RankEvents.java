@@ -48,6 +48,9 @@ final class RankEvents {
       case WATCHDOG_STUCK -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK)
           .setProcessGroup(w.pgId()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
           .setLastCompletedSeq(-1));
+      case CUDA_ERROR -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.CUDA_ERROR)
+          .setProcessGroup(w.pgId()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
+          .setLastCompletedSeq(-1));
       // "Received a dump signal": another rank's timeout (reported by that rank), or this rank's own (reported
       // by its timeout line). Either way, nothing new about this rank.
       case DUMP_SIGNAL -> log.debug("rank {}: dump signal in {}: {}", rank, source, w.text());

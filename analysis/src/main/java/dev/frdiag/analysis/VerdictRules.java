@@ -133,6 +133,14 @@ final class VerdictRules {
     List<Integer> lost = index.ranks.keySet().stream().filter(index::isLost).toList();
     if (stuck.isEmpty() && lost.isEmpty()) {
       evidence.addAll(jobEvidence);
+      List<Integer> cudaErrors = reported(RankEvent.Kind.CUDA_ERROR);
+      if (!cudaErrors.isEmpty()) {
+        // The rank's own process reported its device failing; peers that time out wait on it. Read from a log
+        // line, not from the rank's records, so short of certain.
+        return diagnosis(Verdict.HANG, Symptom.GPU_STALL, cudaErrors, null, 0.7, evidence,
+            capitalize(who(cudaErrors)) + " reported a CUDA error: GPU fault; peers that time out wait on "
+                + (cudaErrors.size() == 1 ? "it" : "them") + ".", recommendation(Symptom.GPU_STALL));
+      }
       List<Integer> timedOut = reported(RankEvent.Kind.WATCHDOG_TIMEOUT);
       List<Integer> watchdogStuck = reported(RankEvent.Kind.WATCHDOG_STUCK);
       if (!timedOut.isEmpty()) {

@@ -218,6 +218,17 @@ class HangAnalyzerTest {
   }
 
   @Test
+  void aRankReportingACudaErrorIsTheGpuCulpritWhenNothingElseShowsWhereTheJobIsStuck() {
+    Snapshots s = healthySteps(job(), 3).event(2, RankEvent.Kind.WATCHDOG_TIMEOUT)
+        .event(6, RankEvent.Kind.CUDA_ERROR);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(d.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(d.culpritRanks()).containsExactly(6);
+    assertThat(d.confidence()).isEqualTo(0.7);
+  }
+
+  @Test
   void aStuckWatchdogWithNoTimeoutBeforeItIsWatchdogStuck() {
     Snapshots s = healthySteps(job(), 3).event(1, RankEvent.Kind.WATCHDOG_STUCK)
         .event(3, RankEvent.Kind.WATCHDOG_STUCK);

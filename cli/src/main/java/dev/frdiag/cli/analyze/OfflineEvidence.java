@@ -205,6 +205,7 @@ public final class OfflineEvidence {
     RankEvent.Kind kind = switch (l.kind()) {
       case TIMEOUT, PG_STATUS, DUMP_SIGNAL -> RankEvent.Kind.WATCHDOG_TIMEOUT;
       case WATCHDOG_STUCK -> RankEvent.Kind.WATCHDOG_STUCK;
+      case CUDA_ERROR -> RankEvent.Kind.CUDA_ERROR;
     };
     return RankEvent.newBuilder().setKind(kind).setProcessGroup(groupName(l)).setSeq(l.seq())
         .setOp(l.opType().toLowerCase()).setMessage(l.source() + ": " + l.text()).setLastEnqueuedSeq(l.lastEnqueued())

@@ -33,7 +33,12 @@ public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgId
     /** "Received a dump signal …": the rank was told (or decided) to dump its flight recorder. */
     DUMP_SIGNAL,
     /** "watchdog got stuck for N seconds" or "Heartbeat monitor timed out!": the watchdog thread itself is blocked. */
-    WATCHDOG_STUCK
+    WATCHDOG_STUCK,
+    /**
+     * A CUDA error or out-of-memory the rank's process reported ("watchdog thread terminated with exception: CUDA
+     * error: …", "torch.OutOfMemoryError: CUDA out of memory"): a fault on that rank's own device.
+     */
+    CUDA_ERROR
   }
 
   /** The rank this line is about: the global rank when printed, else the group rank. */

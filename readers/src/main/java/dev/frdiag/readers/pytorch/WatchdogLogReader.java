@@ -79,7 +79,8 @@ public final class WatchdogLogReader {
     boolean stuck = text.contains("watchdog got stuck");
     // ProcessGroupNCCL's heartbeat monitor says this when the watchdog thread stopped beating (2.3 and later).
     boolean heartbeat = text.contains("Heartbeat monitor timed out");
-    if (!work && !status && !dump && !stuck && !heartbeat) {
+    boolean cuda = text.contains("CUDA error: ") || text.contains("CUDA out of memory");
+    if (!work && !status && !dump && !stuck && !heartbeat && !cuda) {
       return null;
     }
     int globalRank = intGroup(GLOBAL_RANK.matcher(text), 1);
@@ -116,6 +117,11 @@ public final class WatchdogLogReader {
     if (stuck && (m = STUCK.matcher(text)).find()) {
       return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgId, pgDesc, -1, "", -1,
           -1, -1, -1, -1, -1, Long.parseLong(m.group(1)), source, text);
+    }
+    // A CUDA error says whose device failed only when the line names the rank; an unattributed one is no fact.
+    if (cuda && (globalRank >= 0 || groupRank >= 0)) {
+      return new WatchdogLine(WatchdogLine.Kind.CUDA_ERROR, globalRank, groupRank, pgId, pgDesc, -1, "", -1, -1, -1,
+          -1, -1, -1, -1, source, text);
     }
     if (heartbeat) {
       return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgId, pgDesc, -1, "", -1,

@@ -91,4 +91,18 @@ class WatchdogLogReaderTest {
     assertThat(l.pgId()).isEqualTo("3");
     assertThat(l.stuckSeconds()).isEqualTo(-1);
   }
+
+  @Test
+  void aCudaErrorIsAFactAboutTheRankThatPrintedIt() {
+    WatchdogLine l = WatchdogLogReader.parse("[rank29]:[E1002 12:20:55.123831168 ProcessGroupNCCL.cpp:1923] "
+        + "[PG ID 5 PG GUID 83(TENSOR_MODEL_PARALLEL_GROUP) Rank 1] Process group watchdog thread terminated with "
+        + "exception: CUDA error: unspecified launch failure", "train.log:3");
+    assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.CUDA_ERROR);
+    assertThat(l.rank()).isEqualTo(29);
+    assertThat(WatchdogLogReader.parse("[rank11]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        + "4.35 GiB.", "train.log:4").rank()).isEqualTo(11);
+    // Whose device failed is the whole fact: a line that does not say is none.
+    assertThat(WatchdogLogReader.parse("RuntimeError: CUDA error: an illegal memory access was encountered", "x:1"))
+        .isNull();
+  }
 }
