@@ -53,7 +53,8 @@ final class CollectiveMatch {
       String op = r.getOp();
       long in = numel(r.getInputSizesList());
       long out = numel(r.getOutputSizesList());
-      if (r.getInputSizesCount() == 0 && r.getOutputSizesCount() == 0) {
+      // Input and output relate only when both are known (evidence from logs carries the input count alone).
+      if (r.getInputSizesCount() == 0 || r.getOutputSizesCount() == 0) {
         continue;
       }
       if (SAME_IN_OUT.contains(op) && !r.getInputSizesList().equals(r.getOutputSizesList())) {

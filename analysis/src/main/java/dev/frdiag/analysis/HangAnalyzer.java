@@ -26,6 +26,24 @@ public final class HangAnalyzer {
     }
     List<Evidence> rankEvents = MemberClassifier.rankEvents(index, stuck);
     Diagnosis fromRecords = new VerdictRules(index, stuck).verdict(mismatches, rankEvents);
-    return ContextRules.apply(fromRecords, job);
+    return atMostAsSureAsItsSources(ContextRules.apply(fromRecords, job), job);
+  }
+
+  /** The most a verdict may claim when no rank's own ring is in the evidence: log lines and counters alone. */
+  static final double LOGS_ALONE = 0.8;
+
+  /**
+   * Log lines say what a process printed, not what it recorded: lines get cut, wrapped and interleaved, and a
+   * process may print only some of what it did. A verdict resting on them alone never claims the certainty of
+   * the records themselves.
+   */
+  private static Diagnosis atMostAsSureAsItsSources(Diagnosis d, JobEvidence job) {
+    boolean records = job.ranks().stream().anyMatch(r -> r.source() == RankEvidence.Source.RECORDS
+        && !r.isEmpty());
+    if (records || d.confidence() <= LOGS_ALONE) {
+      return d;
+    }
+    return new Diagnosis(d.verdict(), d.symptom(), d.culpritRanks(), d.culpritHosts(), d.collective(), LOGS_ALONE,
+        d.evidence(), d.culprits(), d.stuck(), d.rankStates(), d.headline(), d.recommendation(), d.stuckSinceNs());
   }
 }

@@ -23,10 +23,27 @@ import java.util.Objects;
  * @param progress per group progress (heartbeat or dump status); may be empty
  * @param events timeouts and errors the rank reported
  * @param frames the frames {@code records} refer to by id
+ * @param source where the records and counters come from: the rank's own ring (live or dumped), or its log lines
  */
 public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered,
     String missingReason, List<ProcessGroup> groups, List<CollectiveRecord> records,
-    List<ProcessGroupProgress> progress, List<RankEvent> events, Map<Integer, Frame> frames) {
+    List<ProcessGroupProgress> progress, List<RankEvent> events, Map<Integer, Frame> frames, Source source) {
+
+  /** Where a rank's evidence comes from, which bounds how sure a verdict resting on it can be. */
+  public enum Source {
+    /** The rank's Flight Recorder ring, streamed live or read from its dump. */
+    RECORDS,
+    /** Lines the rank printed (watchdog timeouts and status lines): what it said, not what it recorded. */
+    LOG
+  }
+
+  /** Evidence from the rank's own ring. */
+  public RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered, String missingReason,
+      List<ProcessGroup> groups, List<CollectiveRecord> records, List<ProcessGroupProgress> progress,
+      List<RankEvent> events, Map<Integer, Frame> frames) {
+    this(rank, identity, liveness, answered, missingReason, groups, records, progress, events, frames,
+        Source.RECORDS);
+  }
 
   public RankEvidence {
     if (rank < 0) {
@@ -34,6 +51,7 @@ public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, b
     }
     Objects.requireNonNull(identity, "identity");
     Objects.requireNonNull(liveness, "liveness");
+    Objects.requireNonNull(source, "source");
     missingReason = missingReason == null ? "" : missingReason;
     groups = List.copyOf(groups);
     records = List.copyOf(records);

@@ -3,6 +3,7 @@ package dev.frdiag.analysis;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -38,6 +39,14 @@ final class RankStates {
         at = o.getOp() + (o.getIsP2P() ? " p2p#" : " #") + seq + " on " + where;
       } else if (r.evidence.isEmpty()) {
         state = Diagnosis.State.NO_EVIDENCE;
+      } else if (outstanding(r) != null) {
+        // Counters without records (a watchdog status line): the rank is inside the op after its last completed.
+        ProcessGroupProgress p = outstanding(r);
+        GroupKey key = r.groupsByName.get(p.getProcessGroup());
+        ProcessGroup g = key == null ? null : index.groups.get(key);
+        state = Diagnosis.State.NOT_COMPLETED;
+        at = "#" + (p.getLastCompletedSeq() + 1) + " on "
+            + (g == null || g.getDesc().isEmpty() ? p.getProcessGroup() : g.getDesc());
       } else {
         state = Diagnosis.State.IDLE;
       }
@@ -51,5 +60,11 @@ final class RankStates {
       Diagnosis.RankGroup shape = shapes.get(e.getKey());
       return new Diagnosis.RankGroup(shape.state(), shape.at(), e.getValue());
     }).toList();
+  }
+
+  /** The first group in which the rank enqueued collectives it did not complete, by its counters; or null. */
+  private static ProcessGroupProgress outstanding(RankIndex r) {
+    return r.evidence.progress().stream().filter(p -> p.getLastEnqueuedSeq() > p.getLastCompletedSeq())
+        .findFirst().orElse(null);
   }
 }

@@ -108,4 +108,33 @@ class AnalyzeLogsTest {
         .contains("nothing to analyse");
     assertThat(analyze(dir.resolve("missing")).code()).isEqualTo(ExitCode.USAGE);
   }
+
+  @Test
+  void ranksTimingOutInDifferentCollectivesAtOneSeqAreAMismatchFromTheLogsAlone(@TempDir Path dir)
+      throws Exception {
+    Path log = dir.resolve("train.log");
+    Files.writeString(log, String.join("\n",
+        "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=90, "
+            + "OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1801750 milliseconds before timing out.",
+        "[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=90, "
+            + "OpType=REDUCE, Timeout(ms)=1800000) ran for 1801377 milliseconds before timing out.",
+        "[E ProcessGroupNCCL.cpp:737] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=90, "
+            + "OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1801790 milliseconds before timing out.", ""));
+    JsonNode report = analyze(log).report();
+    assertThat(report.get("verdict").asText()).isEqualTo("HANG");
+    assertThat(report.get("symptom").asText()).isEqualTo("MISMATCH");
+    assertThat(texts(report.get("culprit_ranks"))).containsExactly("0");
+  }
+
+  @Test
+  void aTimeoutWithNothingElseIsNeverNoHang(@TempDir Path dir) throws Exception {
+    Path log = dir.resolve("train.log");
+    Files.writeString(log, "[E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: "
+        + "WorkNCCL(SeqNum=316, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806281 milliseconds before timing "
+        + "out.\n");
+    Result r = analyze(log);
+    assertThat(r.report().get("verdict").asText()).isEqualTo("INSUFFICIENT_EVIDENCE");
+    assertThat(r.code()).isEqualTo(ExitCode.INSUFFICIENT_EVIDENCE);
+    assertThat(r.report().get("confidence").asDouble()).isLessThanOrEqualTo(0.4);
+  }
 }

@@ -11,15 +11,20 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.Shape;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.readers.pytorch.PgStatus;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
 
 /**
  * Turns what a user has after a hang (Flight Recorder dumps, watchdog lines from training logs) into the evidence
@@ -161,16 +166,23 @@ public final class OfflineEvidence {
   }
 
   /**
-   * Evidence from watchdog lines alone: per rank and group, the stuck seq and the rank's last enqueued and
-   * completed seqs. Group memberships are unknown, so each group is taken to be the ranks that logged for it.
+   * Evidence from watchdog lines alone. A timeout line says the rank is inside one collective (group, seq, op,
+   * element counts): it becomes a record the rank issued, so log lines go through the same matcher as dumps and a
+   * rank inside a different op or size at the same seq is a mismatch. A status line adds the rank's last enqueued
+   * and completed seqs. Group memberships are unknown, so each group is taken to be the ranks that logged for it.
    */
   private Map<Integer, RankEvidence> fromWatchdogLines(int world) {
     Map<String, TreeSet<Integer>> members = new TreeMap<>();
-    watchdog.forEach((rank, lines) -> lines.forEach(l -> members.computeIfAbsent(groupName(l),
-        g -> new TreeSet<>()).add(rank)));
+    watchdog.forEach((rank, lines) -> lines.forEach(l -> {
+      members.computeIfAbsent(groupName(l), g -> new TreeSet<>()).add(rank);
+      if (l.kind() == WatchdogLine.Kind.TIMEOUT) {
+        members.computeIfAbsent(groupOf(l, lines), g -> new TreeSet<>()).add(rank);
+      }
+    }));
     Map<Integer, RankEvidence> out = new TreeMap<>();
     watchdog.forEach((rank, lines) -> {
       Map<String, ProcessGroupProgress> progress = new TreeMap<>();
+      Map<String, CollectiveRecord> inside = new TreeMap<>();
       List<RankEvent> events = new ArrayList<>();
       for (WatchdogLine l : lines) {
         events.add(event(l));
@@ -179,21 +191,71 @@ public final class OfflineEvidence {
               .setLastEnqueuedSeq(l.lastEnqueued()).setLastStartedSeq(-1).setLastCompletedSeq(l.lastCompleted())
               .setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build());
         }
+        if (l.kind() == WatchdogLine.Kind.TIMEOUT && l.seq() > 0 && !isP2p(l.opType())) {
+          String group = groupOf(l, lines);
+          inside.put(group + "#" + l.seq(), timedOut(l, group, inside.size()));
+        }
       }
+      Set<String> named = new TreeSet<>(progress.keySet());
+      inside.values().forEach(r -> named.add(r.getProcessGroup()));
       List<ProcessGroup> groups = new ArrayList<>();
-      for (String name : progress.keySet()) {
+      for (String name : named) {
         ProcessGroup.Builder g = ProcessGroup.newBuilder().setName(name).setDesc(descOf(lines, name));
         members.get(name).forEach(g::addRanks);
         groups.add(g.build());
       }
       out.put(rank, new RankEvidence(rank, identity(rank, world), Liveness.UNKNOWN, true, "",
-          withLayout(groups), List.of(), List.copyOf(progress.values()), events, Map.of()));
+          withLayout(groups), List.copyOf(inside.values()), List.copyOf(progress.values()), events, Map.of(),
+          RankEvidence.Source.LOG));
     });
     return out;
   }
 
+  /**
+   * The collective a timeout line says the rank is inside: issued, not known to have started or completed.
+   * PyTorch prints the op in upper case without underscores between words (ALLREDUCE, _ALLGATHER_BASE); it is
+   * compared only with other timeout lines, so it is kept as printed, in lower case.
+   */
+  private static CollectiveRecord timedOut(WatchdogLine l, String group, int id) {
+    CollectiveRecord.Builder r = CollectiveRecord.newBuilder().setRecordId(id).setProcessGroup(group)
+        .setCollectiveSeq(l.seq()).setOp(l.opType().toLowerCase(Locale.ROOT))
+        .setState(CollectiveState.SCHEDULED).setTimeoutMs(Math.max(0, l.timeoutMs()));
+    // NumelOut is left out: how it relates to NumelIn depends on the group's size, which the logs do not tell
+    // (the ranks that logged are only some of the members).
+    if (l.numelIn() >= 0) {
+      r.addInputSizes(Shape.newBuilder().addDims(l.numelIn()));
+    }
+    return r.build();
+  }
+
+  /** P2P work prints the p2p seq in SeqNum on some versions and the collective seq on others: not matchable. */
+  private static boolean isP2p(String opType) {
+    return opType.equalsIgnoreCase("SEND") || opType.equalsIgnoreCase("RECV");
+  }
+
   private static String groupName(WatchdogLine l) {
     return l.pgId().isEmpty() ? "pg?" : l.pgId();
+  }
+
+  /**
+   * The group a timeout line's collective belongs to. Old PyTorch prints no PG id on the timeout line: the rank's
+   * status line for the same seq names it when there is one; otherwise lines of different ranks are taken to be
+   * the same collective only at the same seq, since ranks of different groups print unrelated seqs.
+   */
+  private String groupOf(WatchdogLine timeout, List<WatchdogLine> lines) {
+    if (!timeout.pgId().isEmpty()) {
+      return timeout.pgId();
+    }
+    Optional<String> own = lines.stream().filter(l -> l.kind() == WatchdogLine.Kind.PG_STATUS
+        && l.seq() == timeout.seq() && !l.pgId().isEmpty()).map(WatchdogLine::pgId).findFirst();
+    if (own.isPresent()) {
+      return own.get();
+    }
+    // A rank that printed no status line is in the group its peers' status lines name for that seq, if only one.
+    Set<String> named = watchdog.values().stream().flatMap(List::stream)
+        .filter(l -> l.kind() == WatchdogLine.Kind.PG_STATUS && l.seq() == timeout.seq() && !l.pgId().isEmpty())
+        .map(WatchdogLine::pgId).collect(Collectors.toSet());
+    return named.size() == 1 ? named.iterator().next() : "pg?@" + timeout.seq();
   }
 
   private static String descOf(List<WatchdogLine> lines, String name) {

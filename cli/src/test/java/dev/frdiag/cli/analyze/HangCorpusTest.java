@@ -29,7 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class HangCorpusTest {
   /** Cases whose verdict, symptom and established culprits all come out right today; raise it as rules improve. */
-  static final int FLOOR = 27;
+  static final int FLOOR = 28;
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -87,6 +87,30 @@ class HangCorpusTest {
     Files.writeString(Path.of("target", "corpus-accuracy.md"), table);
     long right = outcomes.stream().filter(Outcome::right).count();
     assertThat(right).as(table).isGreaterThanOrEqualTo(FLOOR);
+  }
+
+  @Test
+  void noExcerptWithAWatchdogTimeoutIsNoHangAndNoLogAloneGivesCertainty() throws IOException {
+    List<String> violations = new ArrayList<>();
+    for (Case c : corpus()) {
+      Path log = dir.resolve(c.id() + ".log");
+      Files.writeString(log, c.excerpt());
+      Analyze.Result r = Analyze.run("analyze", "-q", "--json", log.toString());
+      JsonNode report = JSON.readTree(r.out());
+      if (!report.has("verdict")) {
+        continue;
+      }
+      if (c.excerpt().contains("Watchdog caught collective operation timeout")
+          && report.get("verdict").asText().equals("NO_HANG")) {
+        violations.add(c.id() + ": NO_HANG although a watchdog timeout is logged");
+      }
+      // Every corpus case is logs alone: no dump, no live ring.
+      if (report.get("confidence").asDouble() >= 0.9) {
+        violations.add(c.id() + ": confidence " + report.get("confidence").asDouble() + " from logs alone ("
+            + report.get("symptom").asText() + ")");
+      }
+    }
+    assertThat(violations).isEmpty();
   }
 
   static String table(List<Outcome> outcomes) {

@@ -134,7 +134,19 @@ public final class WatchdogLogReader {
     return m.find() ? Integer.parseInt(m.group(group)) : -1;
   }
 
+  /**
+   * A printed count, or -1 when absent or out of range: PyTorch prints coalesced work's NumelIn as
+   * 18446744073709551615 (size_t -1), and a digit run too long for 64 bits is no count either.
+   */
   private static long longOr(String s) {
-    return s == null ? -1 : Long.parseLong(s);
+    if (s == null || s.length() > 20) {
+      return -1;
+    }
+    try {
+      long v = Long.parseUnsignedLong(s);
+      return v < 0 ? -1 : v;
+    } catch (NumberFormatException e) {
+      return -1;
+    }
   }
 }

@@ -105,4 +105,16 @@ class WatchdogLogReaderTest {
     assertThat(WatchdogLogReader.parse("RuntimeError: CUDA error: an illegal memory access was encountered", "x:1"))
         .isNull();
   }
+
+  @Test
+  void coalescedWorksUnsignedMinusOneIsNoCountNotACrash() {
+    WatchdogLine l = WatchdogLogReader.parse("[rank3]:[E ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught "
+        + "collective operation timeout: WorkNCCL(SeqNum=52, OpType=COALESCED, NumelIn=18446744073709551615, "
+        + "NumelOut=18446744073709551615, Timeout(ms)=600000) ran for 600089 milliseconds before timing out.", "x:1");
+    assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.TIMEOUT);
+    assertThat(l.seq()).isEqualTo(52);
+    assertThat(l.numelIn()).isEqualTo(-1);
+    assertThat(l.numelOut()).isEqualTo(-1);
+    assertThat(l.timeoutMs()).isEqualTo(600000);
+  }
 }
