@@ -41,9 +41,16 @@ final class RankEvents {
   /** Translates one watchdog line of this rank into what it tells the daemon, if anything. */
   void onLine(WatchdogLine w, Path source) {
     switch (w.kind()) {
-      case TIMEOUT -> timeout(RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT)
-          .setProcessGroup(w.pgId()).setSeq(w.seq()).setOp(w.opType().toLowerCase()).setMessage(w.text())
-          .setLastEnqueuedSeq(-1).setLastCompletedSeq(-1));
+      case TIMEOUT -> {
+        RankEvent.Builder timeout = RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT)
+            .setProcessGroup(w.pgId()).setSeq(w.seq()).setOp(w.opType().toLowerCase()).setMessage(w.text())
+            .setLastEnqueuedSeq(-1).setLastCompletedSeq(-1);
+        timeout(timeout);
+        if (w.stuckSeconds() >= 0) {
+          // Noticed long past its timeout: the watchdog had stopped, tied to this work by its seq.
+          queue(timeout.clone().setKind(RankEvent.Kind.WATCHDOG_STUCK));
+        }
+      }
       case PG_STATUS -> status(w);
       case WATCHDOG_STUCK -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK)
           .setProcessGroup(w.pgId()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)

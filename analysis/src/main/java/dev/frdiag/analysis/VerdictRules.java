@@ -131,16 +131,27 @@ final class VerdictRules {
           "Collect the ranks' Flight Recorder dumps (fr-diagnose analyze <folder>) or training logs.");
     }
     List<Integer> lost = index.ranks.keySet().stream().filter(index::isLost).toList();
+    List<Integer> cudaErrors = reported(RankEvent.Kind.CUDA_ERROR);
+    List<Integer> lateWatchdog = lateWatchdog();
+    if (lost.isEmpty() && !cudaErrors.isEmpty()) {
+      // The rank's own process reported its device failing and no operation's members name another cause; peers
+      // that time out wait on it. Read from a log line or an event, not from the rank's records: short of certain.
+      evidence.addAll(jobEvidence);
+      return diagnosis(Verdict.HANG, Symptom.GPU_STALL, cudaErrors, null, 0.7, evidence,
+          capitalize(who(cudaErrors)) + " reported a CUDA error: GPU fault; peers that time out wait on "
+              + (cudaErrors.size() == 1 ? "it" : "them") + ".", recommendation(Symptom.GPU_STALL));
+    }
+    if (lost.isEmpty() && !lateWatchdog.isEmpty()) {
+      // A timeout noticed hours past its deadline was noticed by a watchdog that had stopped running: the host
+      // stalled the thread (or it was blocked in a CUDA/NCCL call) before anything could be diffed.
+      evidence.addAll(jobEvidence);
+      return diagnosis(Verdict.HANG, Symptom.WATCHDOG_STUCK, List.of(), null, 0.4, evidence,
+          "The watchdog of " + who(lateWatchdog) + " noticed its collective timeout far past the deadline: the "
+              + "watchdog thread had stopped running (a host-side stall, or blocked in a CUDA or NCCL call).",
+          recommendation(Symptom.WATCHDOG_STUCK));
+    }
     if (stuck.isEmpty() && lost.isEmpty()) {
       evidence.addAll(jobEvidence);
-      List<Integer> cudaErrors = reported(RankEvent.Kind.CUDA_ERROR);
-      if (!cudaErrors.isEmpty()) {
-        // The rank's own process reported its device failing; peers that time out wait on it. Read from a log
-        // line, not from the rank's records, so short of certain.
-        return diagnosis(Verdict.HANG, Symptom.GPU_STALL, cudaErrors, null, 0.7, evidence,
-            capitalize(who(cudaErrors)) + " reported a CUDA error: GPU fault; peers that time out wait on "
-                + (cudaErrors.size() == 1 ? "it" : "them") + ".", recommendation(Symptom.GPU_STALL));
-      }
       List<Integer> timedOut = reported(RankEvent.Kind.WATCHDOG_TIMEOUT);
       List<Integer> watchdogStuck = reported(RankEvent.Kind.WATCHDOG_STUCK);
       if (!timedOut.isEmpty()) {
@@ -202,6 +213,14 @@ final class VerdictRules {
     return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
         "The job is stuck in " + first.label() + " but the evidence does not say why: " + missing + ".",
         "Collect more evidence: " + missing + ".");
+  }
+
+  /** Ranks whose watchdog noticed a timeout far past its deadline: a stuck event tied to a timeout's seq. */
+  private List<Integer> lateWatchdog() {
+    return index.ranks.values().stream().filter(r -> r.evidence.events().stream().anyMatch(
+        stuck -> stuck.getKind() == RankEvent.Kind.WATCHDOG_STUCK && stuck.getSeq() > 0
+            && r.evidence.events().stream().anyMatch(t -> t.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT
+                && t.getSeq() == stuck.getSeq()))).map(RankIndex::rank).sorted().toList();
   }
 
   /** Ranks that reported an event of {@code kind}, sorted. */

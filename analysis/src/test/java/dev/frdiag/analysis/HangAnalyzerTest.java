@@ -241,6 +241,27 @@ class HangAnalyzerTest {
   }
 
   @Test
+  void aTimeoutNoticedFarPastItsDeadlineMeansTheWatchdogHadStopped() {
+    Snapshots s = healthySteps(job(), 3);
+    s.event(4, RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).setSeq(12).build());
+    s.event(4, RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK).setSeq(12).build());
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(d.symptom()).isEqualTo(Symptom.WATCHDOG_STUCK);
+    assertThat(d.headline()).startsWith("The watchdog of rank 4 noticed its collective timeout far past");
+  }
+
+  @Test
+  void aCudaErrorNamesTheCulpritWhereEveryMemberIssuedAndNoneStarted() {
+    Snapshots s = new Snapshots(2);
+    s.all("0", "all_reduce", SCHEDULED);
+    s.event(1, RankEvent.Kind.CUDA_ERROR);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(d.culpritRanks()).containsExactly(1);
+  }
+
+  @Test
   void aStuckWatchdogAfterATimeoutIsASecondSymptomNotTheCause() {
     Snapshots s = healthySteps(job(), 3).event(2, RankEvent.Kind.WATCHDOG_TIMEOUT)
         .event(1, RankEvent.Kind.WATCHDOG_STUCK);

@@ -132,7 +132,11 @@ final class Snapshots {
   }
 
   Snapshots event(int rank, RankEvent.Kind kind) {
-    events.computeIfAbsent(rank, r -> new ArrayList<>()).add(RankEvent.newBuilder().setKind(kind).build());
+    return event(rank, RankEvent.newBuilder().setKind(kind).build());
+  }
+
+  Snapshots event(int rank, RankEvent event) {
+    events.computeIfAbsent(rank, r -> new ArrayList<>()).add(event);
     return this;
   }
 

@@ -97,7 +97,7 @@ public final class OfflineEvidence {
         RankEvidence e = ranks.get(rank);
         if (e != null) {
           List<RankEvent> events = new ArrayList<>(e.events());
-          lines.stream().map(OfflineEvidence::event).forEach(events::add);
+          lines.stream().map(OfflineEvidence::events).forEach(events::addAll);
           ranks.put(rank, new RankEvidence(rank, e.identity(), e.liveness(), e.answered(), e.missingReason(),
               e.groups(), e.records(), e.progress(), events, e.frames()));
         }
@@ -185,7 +185,7 @@ public final class OfflineEvidence {
       Map<String, CollectiveRecord> inside = new TreeMap<>();
       List<RankEvent> events = new ArrayList<>();
       for (WatchdogLine l : lines) {
-        events.add(event(l));
+        events.addAll(events(l));
         if (l.lastEnqueued() >= 0) {
           progress.put(groupName(l), ProcessGroupProgress.newBuilder().setProcessGroup(groupName(l))
               .setLastEnqueuedSeq(l.lastEnqueued()).setLastStartedSeq(-1).setLastCompletedSeq(l.lastCompleted())
@@ -261,6 +261,16 @@ public final class OfflineEvidence {
   private static String descOf(List<WatchdogLine> lines, String name) {
     return lines.stream().filter(l -> groupName(l).equals(name) && !l.pgDesc().isEmpty()).map(WatchdogLine::pgDesc)
         .findFirst().orElse("");
+  }
+
+  /** What a watchdog line tells of its rank: one event, two for a timeout noticed hours late. */
+  private static List<RankEvent> events(WatchdogLine l) {
+    RankEvent event = event(l);
+    if (l.kind() != WatchdogLine.Kind.TIMEOUT || l.stuckSeconds() < 0) {
+      return List.of(event);
+    }
+    // The watchdog noticed the timeout long after it passed: it had stopped, which the seq ties to this work.
+    return List.of(event, event.toBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK).build());
   }
 
   private static RankEvent event(WatchdogLine l) {

@@ -16,7 +16,8 @@ package dev.frdiag.readers.pytorch;
  * @param lastEnqueued the rank's last enqueued work seq for the group; -1 when absent
  * @param lastCompleted the rank's last completed work seq for the group; -1 when absent
  * @param fromRank for a dump signal from another rank: that rank; -1 otherwise
- * @param stuckSeconds for a stuck watchdog: how long; -1 otherwise, and when the heartbeat monitor did not say
+ * @param stuckSeconds how long the watchdog thread did not run: what a stuck-watchdog line says, or how late a
+ *     timeout line was noticed when that is far past its timeout (the watchdog had stopped); -1 otherwise
  * @param source file name and line number, e.g. "train.log:812"
  * @param text the line as read (without trailing newline)
  */

@@ -37,6 +37,13 @@ public final class WatchdogLogReader {
   private static final Pattern DUMP_PROGRESS = Pattern.compile(
       "Last enqueued NCCL work: (-?\\d+), last completed NCCL work: (-?\\d+)");
   private static final Pattern STUCK = Pattern.compile("watchdog got stuck for (\\d+) seconds");
+  private static final Pattern RAN_FOR = Pattern.compile("ran for (\\d{1,18}) milliseconds");
+  /**
+   * How late past its timeout a timeout may be noticed before the watchdog counts as not having run: it checks its
+   * work every few hundred milliseconds, and PyTorch's heartbeat monitor ends a process whose watchdog is stuck
+   * for 8 minutes by default, so a timeout seen 10 minutes late was seen by a watchdog that had stopped.
+   */
+  static final long LATE_MS = 10 * 60 * 1000;
 
   private WatchdogLogReader() {}
 
@@ -102,9 +109,12 @@ public final class WatchdogLogReader {
           -1, source, text);
     }
     if (work && text.contains("Watchdog caught collective operation timeout") && (m = WORK.matcher(text)).find()) {
+      long timeoutMs = longOr(m.group(5));
+      Matcher ran = RAN_FOR.matcher(text);
+      long late = timeoutMs >= 0 && ran.find() ? Long.parseLong(ran.group(1)) - timeoutMs : -1;
       return new WatchdogLine(WatchdogLine.Kind.TIMEOUT, globalRank, groupRank, pgId, pgDesc,
-          Long.parseLong(m.group(1)), m.group(2), longOr(m.group(3)), longOr(m.group(4)), longOr(m.group(5)), -1,
-          -1, -1, -1, source, text);
+          Long.parseLong(m.group(1)), m.group(2), longOr(m.group(3)), longOr(m.group(4)), timeoutMs, -1,
+          -1, -1, late >= LATE_MS ? late / 1000 : -1, source, text);
     }
     if (dump && (m = DUMP.matcher(text)).find()) {
       int from = m.group(2) == null ? -1 : Integer.parseInt(m.group(2));

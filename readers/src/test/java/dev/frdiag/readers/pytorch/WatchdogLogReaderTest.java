@@ -117,4 +117,16 @@ class WatchdogLogReaderTest {
     assertThat(l.numelOut()).isEqualTo(-1);
     assertThat(l.timeoutMs()).isEqualTo(600000);
   }
+
+  @Test
+  void aTimeoutNoticedHoursLateSaysHowLongTheWatchdogDidNotRun() {
+    WatchdogLine late = WatchdogLogReader.parse("[E ProcessGroupNCCL.cpp:475] [Rank 7] Watchdog caught collective "
+        + "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25200000 "
+        + "milliseconds before timing out.", "x:1");
+    assertThat(late.stuckSeconds()).isEqualTo((25_200_000 - 1_800_000) / 1000);
+    WatchdogLine onTime = WatchdogLogReader.parse("[E ProcessGroupNCCL.cpp:475] [Rank 7] Watchdog caught "
+        + "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806281 "
+        + "milliseconds before timing out.", "x:1");
+    assertThat(onTime.stuckSeconds()).isEqualTo(-1);
+  }
 }
