@@ -137,4 +137,17 @@ class AnalyzeLogsTest {
     assertThat(r.code()).isEqualTo(ExitCode.INSUFFICIENT_EVIDENCE);
     assertThat(r.report().get("confidence").asDouble()).isLessThanOrEqualTo(0.4);
   }
+
+  @Test
+  void pytorchsOwnCollectiveCheckerIsAMismatch(@TempDir Path dir) throws Exception {
+    Path log = dir.resolve("train.log");
+    Files.writeString(log, "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is "
+        + "running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], "
+        + "TensorDtypes=BFloat16), but Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=3104, "
+        + "OpType=ALLREDUCE, TensorShape=[51123456], TensorDtypes=BFloat16).\n");
+    JsonNode report = analyze(log).report();
+    assertThat(report.get("verdict").asText()).isEqualTo("HANG");
+    assertThat(report.get("symptom").asText()).isEqualTo("MISMATCH");
+    assertThat(report.get("confidence").asDouble()).isLessThan(0.9);
+  }
 }

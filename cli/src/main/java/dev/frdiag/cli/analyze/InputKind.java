@@ -50,7 +50,10 @@ public enum InputKind {
     }
     boolean nccl = text.contains(" NCCL INFO ") || text.contains(" NCCL WARN ") || text.contains("NCCL version ")
         || text.contains("=== System : maxBw");
-    boolean watchdog = text.contains("ProcessGroupNCCL") || text.contains("WorkNCCL(");
+    // What PyTorch's distributed layer prints about a rank: watchdog lines, its collective checker, CUDA errors.
+    boolean watchdog = text.contains("ProcessGroupNCCL") || text.contains("WorkNCCL(")
+        || text.contains("Detected mismatch between collectives") || text.contains("CUDA error: ")
+        || text.contains("CUDA out of memory");
     if (nccl) {
       return NCCL_LOG;
     }

@@ -175,7 +175,7 @@ public final class OfflineEvidence {
     Map<String, TreeSet<Integer>> members = new TreeMap<>();
     watchdog.forEach((rank, lines) -> lines.forEach(l -> {
       members.computeIfAbsent(groupName(l), g -> new TreeSet<>()).add(rank);
-      if (l.kind() == WatchdogLine.Kind.TIMEOUT) {
+      if (l.kind() == WatchdogLine.Kind.TIMEOUT || l.kind() == WatchdogLine.Kind.RUNNING) {
         members.computeIfAbsent(groupOf(l, lines), g -> new TreeSet<>()).add(rank);
       }
     }));
@@ -191,7 +191,8 @@ public final class OfflineEvidence {
               .setLastEnqueuedSeq(l.lastEnqueued()).setLastStartedSeq(-1).setLastCompletedSeq(l.lastCompleted())
               .setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build());
         }
-        if (l.kind() == WatchdogLine.Kind.TIMEOUT && l.seq() > 0 && !isP2p(l.opType())) {
+        if ((l.kind() == WatchdogLine.Kind.TIMEOUT || l.kind() == WatchdogLine.Kind.RUNNING) && l.seq() > 0
+            && !isP2p(l.opType())) {
           String group = groupOf(l, lines);
           inside.put(group + "#" + l.seq(), timedOut(l, group, inside.size()));
         }
@@ -265,6 +266,10 @@ public final class OfflineEvidence {
 
   /** What a watchdog line tells of its rank: one event, two for a timeout noticed hours late. */
   private static List<RankEvent> events(WatchdogLine l) {
+    if (l.kind() == WatchdogLine.Kind.RUNNING) {
+      // What the rank was running is a record (fromWatchdogLines), not an event.
+      return List.of();
+    }
     RankEvent event = event(l);
     if (l.kind() != WatchdogLine.Kind.TIMEOUT || l.stuckSeconds() < 0) {
       return List.of(event);
@@ -278,6 +283,7 @@ public final class OfflineEvidence {
       case TIMEOUT, PG_STATUS, DUMP_SIGNAL -> RankEvent.Kind.WATCHDOG_TIMEOUT;
       case WATCHDOG_STUCK -> RankEvent.Kind.WATCHDOG_STUCK;
       case CUDA_ERROR -> RankEvent.Kind.CUDA_ERROR;
+      case RUNNING -> throw new IllegalStateException("a RUNNING line is a record, not an event");
     };
     return RankEvent.newBuilder().setKind(kind).setProcessGroup(groupName(l)).setSeq(l.seq())
         .setOp(l.opType().toLowerCase()).setMessage(l.source() + ": " + l.text()).setLastEnqueuedSeq(l.lastEnqueued())

@@ -39,7 +39,13 @@ public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgId
      * A CUDA error or out-of-memory the rank's process reported ("watchdog thread terminated with exception: CUDA
      * error: …", "torch.OutOfMemoryError: CUDA out of memory"): a fault on that rank's own device.
      */
-    CUDA_ERROR
+    CUDA_ERROR,
+    /**
+     * PyTorch's collective checker (TORCH_DISTRIBUTED_DEBUG=DETAIL) says the rank is running this collective:
+     * "Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(…)".
+     * One line names several ranks; each becomes a line of its own, about that rank (by its rank in the group).
+     */
+    RUNNING
   }
 
   /** The rank this line is about: the global rank when printed, else the group rank. */

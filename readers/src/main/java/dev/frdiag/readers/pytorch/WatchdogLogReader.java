@@ -37,6 +37,8 @@ public final class WatchdogLogReader {
   private static final Pattern DUMP_PROGRESS = Pattern.compile(
       "Last enqueued NCCL work: (-?\\d+), last completed NCCL work: (-?\\d+)");
   private static final Pattern STUCK = Pattern.compile("watchdog got stuck for (\\d+) seconds");
+  private static final Pattern FINGERPRINT = Pattern.compile("Rank (\\d{1,9}) is running collective: "
+      + "CollectiveFingerPrint\\(SequenceNumber=(\\d{1,18}), OpType=(\\w+)(?:, TensorShape=\\[([0-9, ]*)\\])?");
   private static final Pattern RAN_FOR = Pattern.compile("ran for (\\d{1,18}) milliseconds");
   /**
    * How late past its timeout a timeout may be noticed before the watchdog counts as not having run: it checks its
@@ -68,8 +70,12 @@ public final class WatchdogLogReader {
     int number = 0;
     while ((line = lines.readLine()) != null) {
       number++;
-      WatchdogLine parsed = parse(line.length() > MAX_LINE ? line.substring(0, MAX_LINE) : line,
-          name + ":" + number);
+      String text = line.length() > MAX_LINE ? line.substring(0, MAX_LINE) : line;
+      if (text.contains("Detected mismatch between collectives")) {
+        out.addAll(fingerprints(text, name + ":" + number));
+        continue;
+      }
+      WatchdogLine parsed = parse(text, name + ":" + number);
       if (parsed != null) {
         out.add(parsed);
       }
@@ -138,6 +144,37 @@ public final class WatchdogLogReader {
           -1, -1, -1, -1, -1, -1, source, text);
     }
     return null;
+  }
+
+  /** Each rank's collective a collective-checker mismatch line names, as a RUNNING line about that rank. */
+  static List<WatchdogLine> fingerprints(String text, String source) {
+    List<WatchdogLine> out = new ArrayList<>();
+    Matcher m = FINGERPRINT.matcher(text);
+    while (m.find()) {
+      out.add(new WatchdogLine(WatchdogLine.Kind.RUNNING, -1, Integer.parseInt(m.group(1)), "", "",
+          Long.parseLong(m.group(2)), m.group(3), numel(m.group(4)), -1, -1, -1, -1, -1, -1, source, text));
+    }
+    return out;
+  }
+
+  /** Elements of one tensor shape printed as "2, 3"; -1 when there is none or it does not fit. */
+  private static long numel(String dims) {
+    if (dims == null || dims.isBlank()) {
+      return -1;
+    }
+    long n = 1;
+    for (String d : dims.split(",")) {
+      long v = longOr(d.trim());
+      if (v < 0) {
+        return -1;
+      }
+      try {
+        n = Math.multiplyExact(n, v);
+      } catch (ArithmeticException e) {
+        return -1;
+      }
+    }
+    return n;
   }
 
   private static int intGroup(Matcher m, int group) {

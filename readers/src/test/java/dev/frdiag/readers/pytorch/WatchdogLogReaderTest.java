@@ -129,4 +129,17 @@ class WatchdogLogReaderTest {
         + "milliseconds before timing out.", "x:1");
     assertThat(onTime.stuckSeconds()).isEqualTo(-1);
   }
+
+  @Test
+  void theCollectiveCheckersMismatchLineSaysWhatEachNamedRankIsRunning() throws Exception {
+    String line = "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running "
+        + "collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], "
+        + "TensorDtypes=BFloat16), but Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=3104, "
+        + "OpType=ALLREDUCE, TensorShape=[2, 3], TensorDtypes=BFloat16).";
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader(line), "train.log");
+    assertThat(lines).extracting(WatchdogLine::kind).containsOnly(WatchdogLine.Kind.RUNNING);
+    assertThat(lines).extracting(WatchdogLine::rank).containsExactly(1, 0);
+    assertThat(lines).extracting(WatchdogLine::seq).containsExactly(3104L, 3104L);
+    assertThat(lines).extracting(WatchdogLine::numelIn).containsExactly(195812480L, 6L);
+  }
 }
