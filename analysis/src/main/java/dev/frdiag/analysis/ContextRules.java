@@ -93,12 +93,23 @@ final class ContextRules {
         job));
     extra.addAll(quote(Evidence.Kind.NOTE, byKind.getOrDefault(ContextFinding.Kind.NOTE, List.of()), job));
     boolean faults = byKind.keySet().stream().anyMatch(k -> k != ContextFinding.Kind.NOTE
-        && k != ContextFinding.Kind.QUIET && k != ContextFinding.Kind.CONGESTION);
+        && k != ContextFinding.Kind.QUIET && k != ContextFinding.Kind.CONGESTION
+        && k != ContextFinding.Kind.HEALTHY_SETUP);
     if (!faults) {
       List<String> hosts = job.context().stream().map(NodeContext::getHostname).filter(h -> !h.isEmpty())
           .distinct().sorted().toList();
       extra.add(0, new Evidence(Evidence.Kind.NO_FAILURE_LOGGED, List.of(), "The NCCL logs" + (hosts.isEmpty() ? ""
           : " of " + String.join(", ", hosts)) + " show no failure (no WARN that points at a GPU, NIC or link)"));
+      boolean everyNodeHealthy = job.context().stream().allMatch(n -> n.getFindingsList().stream()
+          .anyMatch(f -> f.getKind() == ContextFinding.Kind.HEALTHY_SETUP));
+      if (job.ranks().isEmpty() && d.verdict() == Verdict.INSUFFICIENT_EVIDENCE && everyNodeHealthy) {
+        // Nothing from the ranks, and every node's NCCL log shows its communicators set up with not one line of
+        // trouble: no sign of a hang. Weak, since a hang that prints nothing looks the same.
+        return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.4, "No sign of a hang: NCCL set "
+            + "its communicators up and no line of the logs reports trouble; no rank's watchdog line or Flight "
+            + "Recorder dump is here.", extra,
+            "If the job did hang, add the ranks' training logs (watchdog lines) or Flight Recorder dumps.");
+      }
     }
     if (s == Symptom.FABRIC && !quiet.isEmpty()) {
       // No error counter moved anywhere we can see: the fabric is not confirmed, so no link is named.

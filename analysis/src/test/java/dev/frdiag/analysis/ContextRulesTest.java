@@ -161,6 +161,27 @@ class ContextRulesTest {
   }
 
   @Test
+  void nothingFromTheRanksAndEveryNodesLogHealthyIsAWeakNoHang() {
+    Diagnosis d = new Diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), null, 0.3,
+        List.of(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), "no rank's records, dump or watchdog line")),
+        List.of(), List.of(), List.of(), "Nothing here says how the ranks stand.", "Collect more evidence.", 0);
+    ContextFinding healthyA = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-a", -1, -1, "", 0, "", "set up", "a");
+    ContextFinding healthyB = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-b", -1, -1, "", 0, "", "set up", "b");
+    JobEvidence logsOnly = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
+        List.of(node("node-a", healthyA), node("node-b", healthyB)));
+
+    Diagnosis out = ContextRules.apply(d, logsOnly);
+    assertThat(out.verdict()).isEqualTo(Verdict.NO_HANG);
+    assertThat(out.symptom()).isEqualTo(Symptom.NONE);
+    assertThat(out.confidence()).isEqualTo(0.4);
+
+    // One node whose log was not all healthy (or an input that was not read) leaves it undecided.
+    JobEvidence oneUnsure = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
+        List.of(node("node-a", healthyA), node("node-b")));
+    assertThat(ContextRules.apply(d, oneUnsure).verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+  }
+
+  @Test
   void linkFaultDoesNotOverrideACpuStall() {
     Diagnosis d = cpuStall(5);
     Diagnosis out = ContextRules.apply(d, job(node("node-a",

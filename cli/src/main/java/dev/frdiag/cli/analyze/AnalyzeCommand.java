@@ -171,6 +171,7 @@ public final class AnalyzeCommand implements Callable<Integer> {
     }
     for (String note : notes) {
       err.println("fr-diagnose: note: " + note);
+      evidence.unread(note);
     }
     if (evidence.isEmpty()) {
       err.println("fr-diagnose: nothing to analyse: no readable Flight Recorder dump and no watchdog line in "

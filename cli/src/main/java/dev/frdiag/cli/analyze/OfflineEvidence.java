@@ -6,6 +6,7 @@ import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
@@ -31,6 +32,7 @@ import java.util.stream.Collectors;
  * the daemon's analysis reads, so offline and live diagnoses come from one engine.
  */
 public final class OfflineEvidence {
+  private final List<String> unread = new ArrayList<>();
   private final Map<Integer, FlightRecorderDump> dumps = new TreeMap<>();
   private final Map<Integer, String> unreadable = new TreeMap<>();
   private final Map<Integer, List<WatchdogLine>> watchdog = new TreeMap<>();
@@ -59,6 +61,15 @@ public final class OfflineEvidence {
         watchdog.computeIfAbsent(l.rank(), r -> new ArrayList<>()).add(l);
       }
     }
+    return this;
+  }
+
+  /**
+   * Records an input that gave nothing (skipped, unreadable, no line this reader knows). Evidence that is only
+   * node context then says so, since a log whose failure went unread must not leave the others looking healthy.
+   */
+  public OfflineEvidence unread(String what) {
+    unread.add(what);
     return this;
   }
 
@@ -107,7 +118,14 @@ public final class OfflineEvidence {
       ranks.putIfAbsent(u.getKey(), new RankEvidence(u.getKey(), identity(u.getKey(), world), Liveness.UNKNOWN,
           false, u.getValue(), List.of(), List.of(), List.of(), List.of(), Map.of()));
     }
-    return new JobEvidence(job, Math.max(world, 1), List.copyOf(ranks.values()), 0, Duration.ofSeconds(1), context);
+    List<NodeContext> nodes = new ArrayList<>(context);
+    if (ranks.isEmpty() && !unread.isEmpty()) {
+      NodeContext.Builder n = NodeContext.newBuilder().setJobId(job);
+      unread.forEach(u -> n.addFindings(ContextFinding.newBuilder().setKind(ContextFinding.Kind.NOTE).setRank(-1)
+          .setDevice(-1).setDetail("not read: " + u)));
+      nodes.add(n.build());
+    }
+    return new JobEvidence(job, Math.max(world, 1), List.copyOf(ranks.values()), 0, Duration.ofSeconds(1), nodes);
   }
 
   private int inferredWorldSize() {

@@ -102,7 +102,7 @@ public final class ContextFindings {
           .append(' ').append(p.type()).append(' ').append(p.bandwidth()).append(" GB/s; ")));
       notes.add(note(affinity.toString().replaceAll("; $", ""), log.source() + ":" + t.lineNumber()));
     }
-    if (byHost.isEmpty() && !notes.isEmpty()) {
+    if (byHost.isEmpty() && (!notes.isEmpty() || log.showsHealthySetup())) {
       byHost.put("", new ArrayList<>());
     }
     List<NodeContext> out = new ArrayList<>();
@@ -110,6 +110,12 @@ public final class ContextFindings {
     for (Map.Entry<String, List<ContextFinding>> e : byHost.entrySet()) {
       NodeContext.Builder node = NodeContext.newBuilder().setJobId(jobId).setHostname(e.getKey())
           .addAllFindings(e.getValue());
+      if (log.showsHealthySetup()) {
+        // Every node of the log carries it, so a node without it says its log was not all healthy.
+        node.addFindings(ContextFinding.newBuilder().setKind(ContextFinding.Kind.HEALTHY_SETUP).setHost(e.getKey())
+            .setRank(-1).setDevice(-1).setDetail("NCCL set its communicators up and no line reports trouble")
+            .setSource(log.source()));
+      }
       if (first) {
         // Log-wide facts once, not per host.
         node.addAllFindings(notes);

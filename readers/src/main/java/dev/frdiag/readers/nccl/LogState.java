@@ -37,6 +37,8 @@ final class LogState {
   private long recognizedLines;
   private long pytorchLines;
   private long malformedLines;
+  private long setupLines;
+  private long troubleLines;
 
   LogState(String source, int maxEventsPerKind, int maxEntries) {
     this.source = source;
@@ -97,6 +99,7 @@ final class LogState {
     ProcessState p = proc();
     p.lines++;
     if (prefix.level() == LinePrefix.Level.WARN) {
+      troubleLines++;
       warns.warn(s, prefix.messageStart());
     } else {
       info(s, prefix.messageStart(), p);
@@ -106,6 +109,9 @@ final class LogState {
   private void info(String s, int ms, ProcessState p) {
     if (p.topology != null && dumps.continued(p, s, ms, prefix.tid())) {
       return;
+    }
+    if (s.endsWith("Init COMPLETE") || s.endsWith("Destroy COMPLETE") || s.startsWith("Connected all ", ms)) {
+      setupLines++;
     }
     if (ms >= s.length()) {
       return;
@@ -130,6 +136,9 @@ final class LogState {
   }
 
   private void bare(String s) {
+    if (trouble(s)) {
+      troubleLines++;
+    }
     if (dumps.continuedPasted(s)) {
       recognizedLines++;
       return;
@@ -164,6 +173,16 @@ final class LogState {
         return;
       }
     }
+  }
+
+  /**
+   * Whether a line that is not NCCL's own may report a failure: PyTorch's errors, tracebacks, timeouts. Only such
+   * lines are checked (NCCL's INFO lines, the bulk of a large log, are not), so this stays off the hot path.
+   */
+  private static boolean trouble(String s) {
+    return s.contains("rror") || s.contains("xception") || s.contains("raceback") || s.contains("imeout")
+        || s.contains("timed out") || s.contains("ailed") || s.contains("bort") || s.contains("ismatch")
+        || s.contains("[E") || s.contains("WARN");
   }
 
   private ProcessState proc() {
@@ -206,7 +225,7 @@ final class LogState {
         truncatedLastLine, clues.version(), processes, init.nics(), init.noIbDevice(), comms.communicators(),
         comms.looseRanks(procs.values()), init.transports(), init.rings(), init.trees(), init.summaries(),
         init.nvls(), init.collNet(), topologies, init.gdrDecisions(), opCounts, events.inLineOrder(),
-        events.counts(), capped);
+        events.counts(), capped, setupLines, troubleLines);
   }
 
   /** A process's identity. */

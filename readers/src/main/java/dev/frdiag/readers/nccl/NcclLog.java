@@ -44,6 +44,8 @@ public final class NcclLog {
   private final List<NcclEvent> events;
   private final Map<NcclEventKind, Long> eventCounts;
   private final Set<NcclFlag> flags;
+  private final long setupLines;
+  private final long troubleLines;
 
   NcclLog(String source, long lines, long bytes, long ncclLines, long pytorchLines, long malformedLines,
       boolean truncatedLastLine, NcclVersion version, List<NcclProcess> processes, List<NcclNic> nics,
@@ -51,7 +53,9 @@ public final class NcclLog {
       List<ChannelTransport> transports, List<RingNeighbours> rings, List<TreeLinks> trees,
       List<ChannelSummary> channelSummaries, boolean nvls, boolean collNet, List<NcclTopology> topologies,
       List<GdrDecision> gdrDecisions, List<OpCountProgress> opCounts, List<NcclEvent> events,
-      Map<NcclEventKind, Long> eventCounts, boolean capped) {
+      Map<NcclEventKind, Long> eventCounts, boolean capped, long setupLines, long troubleLines) {
+    this.setupLines = setupLines;
+    this.troubleLines = troubleLines;
     this.source = source;
     this.lines = lines;
     this.bytes = bytes;
@@ -130,6 +134,15 @@ public final class NcclLog {
   }
 
   /** Lines with an NCCL prefix ({@code host:pid:tid [dev] NCCL INFO|WARN|TRACE|CALL}). */
+  /**
+   * True when the log shows NCCL setting its communicators up (Init COMPLETE, Connected all rings/trees, Destroy
+   * COMPLETE) and not one line that may report trouble: no WARN, and no error, exception, traceback, timeout or
+   * abort in a line that is not NCCL's. Positive evidence that nothing failed while the log was written.
+   */
+  public boolean showsHealthySetup() {
+    return setupLines > 0 && troubleLines == 0 && events.isEmpty();
+  }
+
   public long ncclLineCount() {
     return ncclLines;
   }

@@ -401,4 +401,27 @@ class NcclLogParserTest {
     Files.writeString(file, String.join("\n", lines), StandardCharsets.UTF_8);
     return file;
   }
+
+  @Test
+  void aLogOfCompletedSetupAndNoTroubleShowsAHealthySetup() throws Exception {
+    String init = "node0:11:11 [0] NCCL INFO comm 0x55ab26dea5d0 rank 0 nranks 2 cudaDev 0 busId 1000 commId "
+        + "0x7d0ad8c4b5ba0c4e - Init COMPLETE\n";
+    assertThat(parseText(init).showsHealthySetup()).isTrue();
+    // A line that is not NCCL's may still say something failed; so may a WARN; no setup line proves nothing.
+    assertThat(parseText(init + "[rank0]:[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed "
+        + "out.\n").showsHealthySetup()).isFalse();
+    assertThat(parseText(init + "node0:11:12 [0] NCCL WARN Call to ibv_reg_mr failed\n").showsHealthySetup())
+        .isFalse();
+    assertThat(parseText("node0:11:11 [0] NCCL INFO Using network IB\n").showsHealthySetup()).isFalse();
+  }
+
+  private NcclLog parseText(String text) throws Exception {
+    Path f = Files.createTempFile("nccl", ".log");
+    try {
+      Files.writeString(f, text);
+      return parser.parse(f);
+    } finally {
+      Files.delete(f);
+    }
+  }
 }
