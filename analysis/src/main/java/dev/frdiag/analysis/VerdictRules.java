@@ -133,11 +133,16 @@ final class VerdictRules {
     List<Integer> lost = index.ranks.keySet().stream().filter(index::isLost).toList();
     List<Integer> cudaErrors = reported(RankEvent.Kind.CUDA_ERROR);
     List<Integer> lateWatchdog = lateWatchdog();
+    StuckOp first = stuck.all().stream().min(FIRST_REACHED).orElse(null);
+    if (lost.isEmpty() && (!cudaErrors.isEmpty() || !lateWatchdog.isEmpty()) && first != null) {
+      // Where the job stands comes first; what a rank said about itself then says why.
+      evidence.addAll(wording.describe(first));
+    }
     if (lost.isEmpty() && !cudaErrors.isEmpty()) {
       // The rank's own process reported its device failing and no operation's members name another cause; peers
       // that time out wait on it. Read from a log line or an event, not from the rank's records: short of certain.
       evidence.addAll(jobEvidence);
-      return diagnosis(Verdict.HANG, Symptom.GPU_STALL, cudaErrors, null, 0.7, evidence,
+      return diagnosis(Verdict.HANG, Symptom.GPU_STALL, cudaErrors, first, 0.7, evidence,
           capitalize(who(cudaErrors)) + " reported a CUDA error: GPU fault; peers that time out wait on "
               + (cudaErrors.size() == 1 ? "it" : "them") + ".", recommendation(Symptom.GPU_STALL));
     }
@@ -145,7 +150,7 @@ final class VerdictRules {
       // A timeout noticed hours past its deadline was noticed by a watchdog that had stopped running: the host
       // stalled the thread (or it was blocked in a CUDA/NCCL call) before anything could be diffed.
       evidence.addAll(jobEvidence);
-      return diagnosis(Verdict.HANG, Symptom.WATCHDOG_STUCK, List.of(), null, 0.4, evidence,
+      return diagnosis(Verdict.HANG, Symptom.WATCHDOG_STUCK, List.of(), first, 0.4, evidence,
           "The watchdog of " + who(lateWatchdog) + " noticed its collective timeout far past the deadline: the "
               + "watchdog thread had stopped running (a host-side stall, or blocked in a CUDA or NCCL call).",
           recommendation(Symptom.WATCHDOG_STUCK));
@@ -183,7 +188,6 @@ final class VerdictRules {
           recommendation(Symptom.DEAD_RANK));
     }
     List<Integer> silent = silent();
-    StuckOp first = stuck.all().stream().min(FIRST_REACHED).orElseThrow();
     evidence.addAll(wording.describe(first));
     evidence.addAll(jobEvidence);
     String missing = first.isAllIssuedNoneStarted()
