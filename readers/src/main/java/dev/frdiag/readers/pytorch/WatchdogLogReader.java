@@ -66,22 +66,38 @@ public final class WatchdogLogReader {
   static List<WatchdogLine> read(Reader in, String name) throws IOException {
     List<WatchdogLine> out = new ArrayList<>();
     BufferedReader lines = new BufferedReader(in);
-    String line;
+    String next = lines.readLine();
     int number = 0;
-    while ((line = lines.readLine()) != null) {
+    while (next != null) {
+      String line = next;
+      next = lines.readLine();
       number++;
-      String text = line.length() > MAX_LINE ? line.substring(0, MAX_LINE) : line;
+      String text = cut(line);
       if (text.contains("Detected mismatch between collectives")) {
         out.addAll(fingerprints(text, name + ":" + number));
         continue;
       }
       WatchdogLine parsed = parse(text, name + ":" + number);
+      if (parsed == null && next != null && text.contains("ProcessGroupNCCL") && !next.startsWith("[")) {
+        // A line pasted from a terminal is often hard-wrapped, even inside a word ("ProcessGroupNCCL'" / "s
+        // watchdog got stuck"): a PyTorch line that says nothing alone is read again with the next one.
+        parsed = parse(cut(line + next), name + ":" + number);
+        if (parsed != null) {
+          next = lines.readLine();
+          number++;
+        }
+      }
       if (parsed != null) {
         out.add(parsed);
       }
     }
     return out;
   }
+
+  private static String cut(String line) {
+    return line.length() > MAX_LINE ? line.substring(0, MAX_LINE) : line;
+  }
+
 
   /** The watchdog line {@code text} is, or null when it is not one. */
   public static WatchdogLine parse(String text, String source) {

@@ -142,4 +142,18 @@ class WatchdogLogReaderTest {
     assertThat(lines).extracting(WatchdogLine::seq).containsExactly(3104L, 3104L);
     assertThat(lines).extracting(WatchdogLine::numelIn).containsExactly(195812480L, 6L);
   }
+
+  @Test
+  void aLineHardWrappedInsideAWordIsReadWithItsContinuation() throws Exception {
+    String log = "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 6]"
+        + " ProcessGroupNCCL'\ns watchdog got stuck for 480 seconds without making progress in monitoring enqueued"
+        + " collectives.\nepoch 3 loss 0.25\n";
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader(log), "train.log");
+    assertThat(lines).singleElement().satisfies(l -> {
+      assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.WATCHDOG_STUCK);
+      assertThat(l.rank()).isEqualTo(6);
+      assertThat(l.stuckSeconds()).isEqualTo(480);
+      assertThat(l.source()).isEqualTo("train.log:1");
+    });
+  }
 }
