@@ -22,6 +22,7 @@ final class RankStates {
       RankIndex r = index.ranks.get(rank);
       Diagnosis.State state;
       String at = "";
+      ProcessGroupProgress open = r == null ? null : outstanding(r);
       if (r == null) {
         state = Diagnosis.State.NO_EVIDENCE;
       } else if (r.evidence.liveness() == Liveness.LOST) {
@@ -39,9 +40,9 @@ final class RankStates {
         at = o.getOp() + (o.getIsP2P() ? " p2p#" : " #") + seq + " on " + where;
       } else if (r.evidence.isEmpty()) {
         state = Diagnosis.State.NO_EVIDENCE;
-      } else if (outstanding(r) != null) {
+      } else if (open != null) {
         // Counters without records (a watchdog status line): the rank is inside the op after its last completed.
-        ProcessGroupProgress p = outstanding(r);
+        ProcessGroupProgress p = open;
         GroupKey key = r.groupsByName.get(p.getProcessGroup());
         ProcessGroup g = key == null ? null : index.groups.get(key);
         state = Diagnosis.State.NOT_COMPLETED;

@@ -18,14 +18,13 @@ import dev.frdiag.readers.pytorch.PgStatus;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 
 /**
  * Turns what a user has after a hang (Flight Recorder dumps, watchdog lines from training logs) into the evidence
@@ -190,17 +189,15 @@ public final class OfflineEvidence {
    * and completed seqs. Group memberships are unknown, so each group is taken to be the ranks that logged for it.
    */
   private Map<Integer, RankEvidence> fromWatchdogLines(int world) {
+    Map<Integer, Map<String, CollectiveRecord>> inside = collectivesInside();
     Map<String, TreeSet<Integer>> members = new TreeMap<>();
-    watchdog.forEach((rank, lines) -> lines.forEach(l -> {
-      members.computeIfAbsent(groupName(l), g -> new TreeSet<>()).add(rank);
-      if (l.kind() == WatchdogLine.Kind.TIMEOUT || l.kind() == WatchdogLine.Kind.RUNNING) {
-        members.computeIfAbsent(groupOf(l, lines), g -> new TreeSet<>()).add(rank);
-      }
-    }));
+    watchdog.forEach((rank, lines) -> lines.forEach(l -> members.computeIfAbsent(groupName(l),
+        g -> new TreeSet<>()).add(rank)));
+    inside.forEach((rank, records) -> records.values().forEach(r -> members.computeIfAbsent(r.getProcessGroup(),
+        g -> new TreeSet<>()).add(rank)));
     Map<Integer, RankEvidence> out = new TreeMap<>();
     watchdog.forEach((rank, lines) -> {
       Map<String, ProcessGroupProgress> progress = new TreeMap<>();
-      Map<String, CollectiveRecord> inside = new TreeMap<>();
       List<RankEvent> events = new ArrayList<>();
       for (WatchdogLine l : lines) {
         events.addAll(events(l));
@@ -209,14 +206,10 @@ public final class OfflineEvidence {
               .setLastEnqueuedSeq(l.lastEnqueued()).setLastStartedSeq(-1).setLastCompletedSeq(l.lastCompleted())
               .setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build());
         }
-        if ((l.kind() == WatchdogLine.Kind.TIMEOUT || l.kind() == WatchdogLine.Kind.RUNNING) && l.seq() > 0
-            && !isP2p(l.opType())) {
-          String group = groupOf(l, lines);
-          inside.put(group + "#" + l.seq(), timedOut(l, group, inside.size()));
-        }
       }
+      List<CollectiveRecord> records = List.copyOf(inside.getOrDefault(rank, Map.of()).values());
       Set<String> named = new TreeSet<>(progress.keySet());
-      inside.values().forEach(r -> named.add(r.getProcessGroup()));
+      records.forEach(r -> named.add(r.getProcessGroup()));
       List<ProcessGroup> groups = new ArrayList<>();
       for (String name : named) {
         ProcessGroup.Builder g = ProcessGroup.newBuilder().setName(name).setDesc(descOf(lines, name));
@@ -224,10 +217,45 @@ public final class OfflineEvidence {
         groups.add(g.build());
       }
       out.put(rank, new RankEvidence(rank, identity(rank, world), Liveness.UNKNOWN, true, "",
-          withLayout(groups), List.copyOf(inside.values()), List.copyOf(progress.values()), events, Map.of(),
-          RankEvidence.Source.LOG));
+          withLayout(groups), records, List.copyOf(progress.values()), events, Map.of(), RankEvidence.Source.LOG));
     });
     return out;
+  }
+
+  /**
+   * Per rank, the collectives its timeout lines (and the collective checker's) say it is inside, by group and seq.
+   * Old PyTorch prints no PG id on the timeout line: the rank's own status line for the same seq names the group
+   * when there is one, else the group the peers' status lines name for that seq if only one; otherwise lines of
+   * different ranks are taken to be the same collective only at the same seq, since ranks of different groups
+   * print unrelated seqs.
+   */
+  private Map<Integer, Map<String, CollectiveRecord>> collectivesInside() {
+    Map<Long, Set<String>> statusGroups = new HashMap<>();
+    watchdog.values().forEach(lines -> lines.stream().filter(OfflineEvidence::isStatusOfAGroup)
+        .forEach(l -> statusGroups.computeIfAbsent(l.seq(), k -> new TreeSet<>()).add(l.pgId())));
+    Map<Integer, Map<String, CollectiveRecord>> out = new TreeMap<>();
+    watchdog.forEach((rank, lines) -> {
+      Map<Long, String> own = new HashMap<>();
+      lines.stream().filter(OfflineEvidence::isStatusOfAGroup).forEach(l -> own.putIfAbsent(l.seq(), l.pgId()));
+      Map<String, CollectiveRecord> inside = new TreeMap<>();
+      for (WatchdogLine l : lines) {
+        if ((l.kind() == WatchdogLine.Kind.TIMEOUT || l.kind() == WatchdogLine.Kind.RUNNING) && l.seq() > 0
+            && !isP2p(l.opType())) {
+          Set<String> peers = statusGroups.getOrDefault(l.seq(), Set.of());
+          String group = !l.pgId().isEmpty() ? l.pgId() : own.containsKey(l.seq()) ? own.get(l.seq())
+              : peers.size() == 1 ? peers.iterator().next() : "pg?@" + l.seq();
+          inside.put(group + "#" + l.seq(), timedOut(l, group, inside.size()));
+        }
+      }
+      if (!inside.isEmpty()) {
+        out.put(rank, inside);
+      }
+    });
+    return out;
+  }
+
+  private static boolean isStatusOfAGroup(WatchdogLine l) {
+    return l.kind() == WatchdogLine.Kind.PG_STATUS && !l.pgId().isEmpty();
   }
 
   /**
@@ -254,27 +282,6 @@ public final class OfflineEvidence {
 
   private static String groupName(WatchdogLine l) {
     return l.pgId().isEmpty() ? "pg?" : l.pgId();
-  }
-
-  /**
-   * The group a timeout line's collective belongs to. Old PyTorch prints no PG id on the timeout line: the rank's
-   * status line for the same seq names it when there is one; otherwise lines of different ranks are taken to be
-   * the same collective only at the same seq, since ranks of different groups print unrelated seqs.
-   */
-  private String groupOf(WatchdogLine timeout, List<WatchdogLine> lines) {
-    if (!timeout.pgId().isEmpty()) {
-      return timeout.pgId();
-    }
-    Optional<String> own = lines.stream().filter(l -> l.kind() == WatchdogLine.Kind.PG_STATUS
-        && l.seq() == timeout.seq() && !l.pgId().isEmpty()).map(WatchdogLine::pgId).findFirst();
-    if (own.isPresent()) {
-      return own.get();
-    }
-    // A rank that printed no status line is in the group its peers' status lines name for that seq, if only one.
-    Set<String> named = watchdog.values().stream().flatMap(List::stream)
-        .filter(l -> l.kind() == WatchdogLine.Kind.PG_STATUS && l.seq() == timeout.seq() && !l.pgId().isEmpty())
-        .map(WatchdogLine::pgId).collect(Collectors.toSet());
-    return named.size() == 1 ? named.iterator().next() : "pg?@" + timeout.seq();
   }
 
   private static String descOf(List<WatchdogLine> lines, String name) {

@@ -17,6 +17,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,8 +34,22 @@ class HangCorpusTest {
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  @TempDir
-  Path dir;
+  /** Every case with what {@code analyze} made of it; both tests read the same runs. */
+  private static List<Analysed> analysed;
+
+  /** One case, what analyze returned and its report (a missing node when it printed none). */
+  record Analysed(Case c, Analyze.Result result, JsonNode report) {}
+
+  @BeforeAll
+  static void analyseEveryCase(@TempDir Path dir) throws IOException {
+    analysed = new ArrayList<>();
+    for (Case c : corpus()) {
+      Path log = dir.resolve(c.id() + ".log");
+      Files.writeString(log, c.excerpt());
+      Analyze.Result r = Analyze.run("analyze", "-q", "--json", log.toString());
+      analysed.add(new Analysed(c, r, JSON.readTree(r.out())));
+    }
+  }
 
   /** One corpus case and what its thread established. */
   record Case(String id, String kind, String verdict, String symptom, List<Integer> ranks, List<String> hosts,
@@ -63,15 +78,13 @@ class HangCorpusTest {
 
   @Test
   void scoresTheDiagnosisOfEveryRealHangInTheCorpus() throws IOException {
-    List<Case> cases = corpus();
-    assertThat(cases).hasSizeGreaterThanOrEqualTo(40);
+    assertThat(analysed).hasSizeGreaterThanOrEqualTo(40);
     List<Outcome> outcomes = new ArrayList<>();
-    for (Case c : cases) {
-      Path log = dir.resolve(c.id() + ".log");
-      Files.writeString(log, c.excerpt());
-      Analyze.Result r = Analyze.run("analyze", "-q", "--json", log.toString());
+    for (Analysed a : analysed) {
+      Case c = a.c();
+      Analyze.Result r = a.result();
       assertThat(r.code()).as(c.id() + ": " + r.err()).isNotIn(2, 5);
-      JsonNode report = JSON.readTree(r.out());
+      JsonNode report = a.report();
       if (!report.has("verdict")) {
         // No report at all is scored as a wrong answer, with what analyze said instead.
         String said = r.err().lines().findFirst().orElse("");
@@ -90,13 +103,11 @@ class HangCorpusTest {
   }
 
   @Test
-  void noExcerptWithAWatchdogTimeoutIsNoHangAndNoLogAloneGivesCertainty() throws IOException {
+  void noExcerptWithAWatchdogTimeoutIsNoHangAndNoLogAloneGivesCertainty() {
     List<String> violations = new ArrayList<>();
-    for (Case c : corpus()) {
-      Path log = dir.resolve(c.id() + ".log");
-      Files.writeString(log, c.excerpt());
-      Analyze.Result r = Analyze.run("analyze", "-q", "--json", log.toString());
-      JsonNode report = JSON.readTree(r.out());
+    for (Analysed a : analysed) {
+      Case c = a.c();
+      JsonNode report = a.report();
       if (!report.has("verdict")) {
         continue;
       }

@@ -48,9 +48,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -96,7 +94,7 @@ class CollectorServiceTest {
 
   /** Opens a stream, sends the messages, and returns how the daemon ended it. */
   private CompletableFuture<Status> stream(RankMessage... messages) {
-    return RankStreams.send(channel, messages);
+    return RankConnection.send(channel, messages);
   }
 
   private void healthyJobIsConnected() {
@@ -172,46 +170,9 @@ class CollectorServiceTest {
     healthyJobIsConnected();
   }
 
-  /** One rank's stream as a test drives it: what the daemon sent, and how it ended the stream. */
-  private final class Rank implements StreamObserver<DaemonMessage> {
-    final BlockingQueue<DaemonMessage> received = new LinkedBlockingQueue<>();
-    final CompletableFuture<Status> ended = new CompletableFuture<>();
-    final StreamObserver<RankMessage> out = CollectorGrpc.newStub(channel).connect(this);
-
-    Rank send(RankMessage m) {
-      out.onNext(m);
-      return this;
-    }
-
-    DaemonMessage next() throws InterruptedException {
-      DaemonMessage m = received.poll(5, TimeUnit.SECONDS);
-      assertThat(m).as("a message from the daemon within 5 s").isNotNull();
-      return m;
-    }
-
-    Status end() throws Exception {
-      return ended.get(5, TimeUnit.SECONDS);
-    }
-
-    @Override
-    public void onNext(DaemonMessage value) {
-      received.add(value);
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      ended.complete(Status.fromThrowable(t));
-    }
-
-    @Override
-    public void onCompleted() {
-      ended.complete(Status.OK);
-    }
-  }
-
-  /** A Rank that has been welcomed. */
-  private Rank connected(String job, int rank, int worldSize) throws InterruptedException {
-    Rank r = new Rank().send(hello(job, rank, worldSize));
+  /** A rank connection the daemon has welcomed. */
+  private RankConnection connected(String job, int rank, int worldSize) throws InterruptedException {
+    RankConnection r = new RankConnection(channel).send(hello(job, rank, worldSize));
     assertThat(r.next().hasWelcome()).isTrue();
     return r;
   }
@@ -228,7 +189,7 @@ class CollectorServiceTest {
 
   @Test
   void helloIsWelcomedWithASessionAndTheHeartbeatIntervalToUse() throws Exception {
-    Rank rank = new Rank().send(hello("job", 0, 2));
+    RankConnection rank = new RankConnection(channel).send(hello("job", 0, 2));
     DaemonMessage first = rank.next();
     assertThat(first.getWelcome().getSessionId()).isNotEmpty();
     assertThat(first.getWelcome().getConfig().getHeartbeatIntervalMs())
@@ -240,7 +201,7 @@ class CollectorServiceTest {
 
   @Test
   void recordsAndHeartbeatsBecomeTheRanksWindowProgressAndDropCount() throws Exception {
-    Rank rank = connected("job", 0, 1);
+    RankConnection rank = connected("job", 0, 1);
     rank.send(RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(allReduce(1, 1))
         .addRecords(allReduce(2, 2)).setDroppedRecords(3)).build());
     ProcessGroupProgress progress = ProcessGroupProgress.newBuilder().setProcessGroup("0").setLastEnqueuedSeq(2)
@@ -259,9 +220,9 @@ class CollectorServiceTest {
 
   @Test
   void goodbyeMarksTheRankFinished() throws Exception {
-    Rank rank = connected("job", 0, 1);
+    RankConnection rank = connected("job", 0, 1);
     rank.send(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder().setReason("training done")).build());
-    rank.out.onCompleted();
+    rank.close();
     assertThat(rank.end()).isEqualTo(Status.OK);
     JobSummary summary = status("job").getSummary();
     assertThat(summary.getRanksFinished()).isEqualTo(1);
@@ -271,8 +232,8 @@ class CollectorServiceTest {
 
   @Test
   void streamClosedWithoutGoodbyeMarksTheRankLost() throws Exception {
-    Rank rank = connected("job", 0, 1);
-    rank.out.onCompleted();
+    RankConnection rank = connected("job", 0, 1);
+    rank.close();
     assertThat(rank.end()).isEqualTo(Status.OK);
     assertThat(status("job").getSummary().getRanksLost()).isEqualTo(1);
     assertThat(status("job").getRanks(0).getLiveness()).isEqualTo(RankStatus.Liveness.LOST);
@@ -280,8 +241,8 @@ class CollectorServiceTest {
 
   @Test
   void cancelledStreamMarksTheRankLost() throws Exception {
-    Rank rank = connected("job", 0, 1);
-    rank.out.onError(new IllegalStateException("process killed"));
+    RankConnection rank = connected("job", 0, 1);
+    rank.fail(new IllegalStateException("process killed"));
     await().atMost(Duration.ofSeconds(5))
         .untilAsserted(() -> assertThat(status("job").getSummary().getRanksLost()).isEqualTo(1));
   }
@@ -304,14 +265,14 @@ class CollectorServiceTest {
   @Test
   void rankThatContradictsTheJobsWorldSizeIsRefused() throws Exception {
     connected("job", 0, 2);
-    Status status = new Rank().send(hello("job", 1, 4)).end();
+    Status status = new RankConnection(channel).send(hello("job", 1, 4)).end();
     assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
     assertThat(status.getDescription()).isEqualTo("rank 1 says world size 4 but job job has world size 2");
   }
 
   @Test
   void dumpRequestReachesTheRankAndItsReplyIsWhatTheReportAnalyses() throws Exception {
-    Rank rank = connected("job", 0, 1);
+    RankConnection rank = connected("job", 0, 1);
     CompletableFuture<ReportEnvelope> report = new CompletableFuture<>();
     DiagnosisGrpc.newStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS).diagnoseNow(
         DiagnoseNowRequest.newBuilder().setJobId("job").setSnapshotDeadlineMs(10_000).build(),
@@ -344,7 +305,7 @@ class CollectorServiceTest {
 
   @Test
   void dumpReplyWithAnInvalidRecordIsRefused() throws Exception {
-    Rank rank = connected("job", 0, 1);
+    RankConnection rank = connected("job", 0, 1);
     Status status = rank.send(RankMessage.newBuilder().setDumpReply(DumpReply.newBuilder().setRequestId(1)
         .addRecords(allReduce(5, 1).toBuilder().setOp(""))).build()).end();
     assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
@@ -353,7 +314,7 @@ class CollectorServiceTest {
 
   @Test
   void processGroupsAnnouncedLaterAreAcceptedAndBadOnesRefused() throws Exception {
-    Rank rank = connected("job", 0, 2);
+    RankConnection rank = connected("job", 0, 2);
     ProcessGroup pair = ProcessGroup.newBuilder().setName("1").addRanks(0).addRanks(1).setGlobalRankStride(1).build();
     rank.send(RankMessage.newBuilder().setProcessGroups(ProcessGroupUpdate.newBuilder().addProcessGroups(pair))
         .build());

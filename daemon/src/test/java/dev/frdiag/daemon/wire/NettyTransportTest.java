@@ -51,7 +51,7 @@ class NettyTransportTest {
         .setName("0").addRanks(0).setGlobalRankStride(1))).build();
     RankMessage batch = RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(CollectiveRecord
         .newBuilder().setRecordId(1).setProcessGroup("0").setOp("x".repeat(opBytes)).setTimeCreatedNs(1))).build();
-    return RankStreams.send(channel, hello, batch).get(10, TimeUnit.SECONDS);
+    return RankConnection.send(channel, hello, batch).get(10, TimeUnit.SECONDS);
   }
 
   @Test

@@ -10,7 +10,6 @@ import dev.frdiag.collector.recorder.ProcessGroupHandle;
 import dev.frdiag.collector.recorder.TensorList;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.collector.reporter.ReporterSettings;
-import dev.frdiag.collector.ring.RecordView;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.proto.v1.CollectiveRecord;
@@ -20,6 +19,7 @@ import dev.frdiag.proto.v1.GetJobStatusRequest;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.testing.sim.Records;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.nio.file.Path;
@@ -97,19 +97,6 @@ class ReporterResilienceTest {
     return handles;
   }
 
-  /** What the rank's ring holds right now, oldest first, in wire form. */
-  private List<CollectiveRecord> ringWindow() {
-    RecordView view = new RecordView();
-    List<CollectiveRecord> out = new ArrayList<>();
-    long next = recorder.nextRecordId();
-    for (long id = Math.max(0, next - recorder.capacity()); id < next; id++) {
-      if (recorder.read(id, view)) {
-        out.add(recorder.toProto(view));
-      }
-    }
-    return out;
-  }
-
   private static Optional<RankEvidence> rankOnDaemon(Daemon daemon) {
     return daemon.registry().find(JOB)
         .map(job -> job.evidence(Map.of(), 0, Duration.ofSeconds(1), "not asked").ranks().get(0));
@@ -131,7 +118,7 @@ class ReporterResilienceTest {
     startReporter(port);
     await().atMost(WAIT).until(reporter::isConnected);
     issue(40, 2);
-    await().atMost(WAIT).untilAsserted(() -> assertThat(recordsOnDaemon(first)).isEqualTo(ringWindow()));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(recordsOnDaemon(first)).isEqualTo(Records.all(recorder)));
 
     first.close();
     // Nothing listens for a while: the reporter keeps retrying (each attempt rewinds its cursor) and stays out.
@@ -143,7 +130,7 @@ class ReporterResilienceTest {
 
     Daemon second = startDaemon(port);
     await().atMost(WAIT).until(() -> reporter.connectCount() == 2);
-    await().atMost(WAIT).untilAsserted(() -> assertThat(recordsOnDaemon(second)).isEqualTo(ringWindow()));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(recordsOnDaemon(second)).isEqualTo(Records.all(recorder)));
     List<CollectiveRecord> held = recordsOnDaemon(second);
     assertThat(held).extracting(CollectiveRecord::getRecordId).first().isEqualTo(90L - CAPACITY);
     assertThat(held).extracting(CollectiveRecord::getRecordId).last().isEqualTo(89L);
@@ -153,7 +140,7 @@ class ReporterResilienceTest {
     recorder.completed(whileDown[whileDown.length - 1]);
     await().atMost(WAIT).untilAsserted(() -> assertThat(recordsOnDaemon(second)).last()
         .extracting(CollectiveRecord::getState).isEqualTo(CollectiveState.COMPLETED));
-    assertThat(recordsOnDaemon(second)).isEqualTo(ringWindow());
+    assertThat(recordsOnDaemon(second)).isEqualTo(Records.all(recorder));
     // Everything overwritten while the daemon was away had been shipped before it left.
     assertThat(reporter.droppedRecords()).isZero();
     assertThat(statusOnDaemon(second, channel).getDroppedRecords()).isZero();
@@ -181,7 +168,7 @@ class ReporterResilienceTest {
 
     Daemon daemon = startDaemon(port);
     await().atMost(WAIT).until(reporter::isConnected);
-    await().atMost(WAIT).untilAsserted(() -> assertThat(recordsOnDaemon(daemon)).isEqualTo(ringWindow()));
+    await().atMost(WAIT).untilAsserted(() -> assertThat(recordsOnDaemon(daemon)).isEqualTo(Records.all(recorder)));
 
     // The ring was the only record buffer: exactly its window arrived, every older record was counted as
     // dropped, and the window the daemon holds (8x the ring) got nothing older.

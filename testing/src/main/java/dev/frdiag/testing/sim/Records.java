@@ -9,11 +9,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** Reads a recorder the way the reporter does, for assertions. */
-final class Records {
+public final class Records {
   private Records() {}
 
   /** Every record still in the ring, oldest first. */
-  static List<CollectiveRecord> all(FlightRecorder recorder) {
+  public static List<CollectiveRecord> all(FlightRecorder recorder) {
     RecordView view = new RecordView();
     List<CollectiveRecord> out = new ArrayList<>();
     long next = recorder.nextRecordId();
@@ -25,7 +25,8 @@ final class Records {
     return out;
   }
 
-  static List<CollectiveRecord> ofGroup(FlightRecorder recorder, String group) {
+  /** The records of one process group still in the ring, oldest first. */
+  public static List<CollectiveRecord> ofGroup(FlightRecorder recorder, String group) {
     return all(recorder).stream().filter(r -> r.getProcessGroup().equals(group)).toList();
   }
 
