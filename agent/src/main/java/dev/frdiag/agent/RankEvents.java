@@ -1,6 +1,7 @@
 package dev.frdiag.agent;
 
 import dev.frdiag.proto.v1.RankEvent;
+import dev.frdiag.readers.pytorch.OpTypes;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -43,7 +44,8 @@ final class RankEvents {
     switch (w.kind()) {
       case TIMEOUT -> {
         RankEvent.Builder timeout = RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT)
-            .setProcessGroup(w.pgId()).setSeq(w.seq()).setOp(w.opType().toLowerCase()).setMessage(w.text())
+            .setProcessGroup(w.pgName()).setSeq(w.seq()).setOp(OpTypes.profilingName(w.opType()))
+            .setMessage(w.text())
             .setLastEnqueuedSeq(-1).setLastCompletedSeq(-1);
         timeout(timeout);
         if (w.stuckSeconds() >= 0) {
@@ -53,10 +55,10 @@ final class RankEvents {
       }
       case PG_STATUS -> status(w);
       case WATCHDOG_STUCK -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK)
-          .setProcessGroup(w.pgId()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
+          .setProcessGroup(w.pgName()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
           .setLastCompletedSeq(-1));
       case CUDA_ERROR -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.CUDA_ERROR)
-          .setProcessGroup(w.pgId()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
+          .setProcessGroup(w.pgName()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
           .setLastCompletedSeq(-1));
       // "Received a dump signal": another rank's timeout (reported by that rank), or this rank's own (reported
       // by its timeout line). Either way, nothing new about this rank.
@@ -86,7 +88,7 @@ final class RankEvents {
       events.pollLast();
       events.addLast(last.toBuilder().setLastEnqueuedSeq(w.lastEnqueued())
           .setLastCompletedSeq(w.lastCompleted())
-          .setProcessGroup(last.getProcessGroup().isEmpty() ? w.pgId() : last.getProcessGroup()).build());
+          .setProcessGroup(last.getProcessGroup().isEmpty() ? w.pgName() : last.getProcessGroup()).build());
       return;
     }
     if (w.seq() == lastTimeoutSeq) {
@@ -95,7 +97,7 @@ final class RankEvents {
     // Without a timeout line it reports an error the watchdog caught ("either an error or timeout").
     RankEvent.Kind kind = w.text().contains("Timeout at NCCL work") ? RankEvent.Kind.WATCHDOG_TIMEOUT
         : RankEvent.Kind.COMM_ERROR;
-    queue(RankEvent.newBuilder().setKind(kind).setProcessGroup(w.pgId()).setSeq(w.seq()).setMessage(w.text())
+    queue(RankEvent.newBuilder().setKind(kind).setProcessGroup(w.pgName()).setSeq(w.seq()).setMessage(w.text())
         .setLastEnqueuedSeq(w.lastEnqueued()).setLastCompletedSeq(w.lastCompleted()));
   }
 

@@ -21,7 +21,8 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
    * "rank_lost", "not_issued", "not_started", "completion_lag", "waiting", "all_started_none_completed",
    * "all_issued_none_completed", "no_snapshot", "signature_mismatch", "also_held_up", "cascade", "ran_ahead",
    * "insufficient", "rank_event"; from the nodes' NCCL logs and InfiniBand counters "gpu_fault",
-   * "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged", "quiet_counters".
+   * "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged", "quiet_counters";
+   * about the inputs "sources".
    */
   public enum Kind {
     /** A member is gone (lost, unresponsive, or sent nothing) while its peers wait on it. */
@@ -67,7 +68,9 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
     /** The nodes' NCCL logs show no failure. */
     NO_FAILURE_LOGGED("no_failure_logged"),
     /** No InfiniBand error counter moved during the hang. */
-    QUIET_COUNTERS("quiet_counters");
+    QUIET_COUNTERS("quiet_counters"),
+    /** Which ranks were read from their recorded ring and which only from the lines they printed. */
+    SOURCES("sources");
 
     private final String wire;
 

@@ -1,5 +1,7 @@
 package dev.frdiag.analysis;
 
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 
 /**
@@ -34,16 +36,35 @@ public final class HangAnalyzer {
 
   /**
    * Log lines say what a process printed, not what it recorded: lines get cut, wrapped and interleaved, and a
-   * process may print only some of what it did. A verdict resting on them alone never claims the certainty of
-   * the records themselves.
+   * process may print only some of what it did. A verdict resting on them (no rank's ring at all, or a culprit
+   * known only from its lines) never claims the certainty of the records themselves, and the report says which
+   * ranks were read from which source.
    */
   private static Diagnosis atMostAsSureAsItsSources(Diagnosis d, JobEvidence job) {
-    boolean records = job.ranks().stream().anyMatch(r -> r.source() == RankEvidence.Source.RECORDS
-        && !r.isEmpty());
-    if (records || d.confidence() <= LOGS_ALONE) {
+    List<Integer> logged = new ArrayList<>();
+    List<Integer> recorded = new ArrayList<>();
+    for (RankEvidence r : job.ranks()) {
+      if (r.source() == RankEvidence.Source.LOG) {
+        logged.add(r.rank());
+      } else if (!r.isEmpty()) {
+        recorded.add(r.rank());
+      }
+    }
+    if (logged.isEmpty()) {
       return d;
     }
-    return new Diagnosis(d.verdict(), d.symptom(), d.culpritRanks(), d.culpritHosts(), d.collective(), LOGS_ALONE,
-        d.evidence(), d.culprits(), d.stuck(), d.rankStates(), d.headline(), d.recommendation(), d.stuckSinceNs());
+    Collections.sort(logged);
+    Collections.sort(recorded);
+    boolean culpritFromLog = d.culpritRanks().stream().anyMatch(logged::contains);
+    double confidence = recorded.isEmpty() || culpritFromLog ? Math.min(d.confidence(), LOGS_ALONE)
+        : d.confidence();
+    List<Evidence> evidence = new ArrayList<>(d.evidence());
+    evidence.add(new Evidence(Evidence.Kind.SOURCES, logged, (recorded.isEmpty() ? ""
+        : Wording.capitalize(Wording.who(recorded)) + ": Flight Recorder records; ")
+        + (recorded.isEmpty() ? Wording.capitalize(Wording.who(logged)) : Wording.who(logged))
+        + ": only the lines " + (logged.size() == 1 ? "it" : "they") + " printed (what a process said, not what it "
+        + "recorded)"));
+    return new Diagnosis(d.verdict(), d.symptom(), d.culpritRanks(), d.culpritHosts(), d.collective(), confidence,
+        evidence, d.culprits(), d.stuck(), d.rankStates(), d.headline(), d.recommendation(), d.stuckSinceNs());
   }
 }

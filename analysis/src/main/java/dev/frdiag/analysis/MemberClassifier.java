@@ -106,6 +106,14 @@ final class MemberClassifier {
       }
       if (s == MemberState.NOT_ISSUED) {
         n.suspect(Cause.CPU, rank);
+      } else if (!n.p2p && timedOutIn(r, n) && !hasDeviceError(r) && !hasStuckWatchdog(r)
+          && !finishedPast(done, n).isEmpty()) {
+        // Its own watchdog, running normally, says its device never finished this collective, yet peers finished
+        // it and the next one of the group, which needs this rank's device past it: seq S is not the same
+        // collective on these ranks, so they did not issue the same collectives in the same order. (A device
+        // fault that hides completions from the process shows as a CUDA error or a stuck watchdog instead.)
+        n.suspect(Cause.MISMATCH, rank);
+        finishedPast(done, n).forEach(d -> n.suspect(Cause.MISMATCH, d));
       } else if (r.recordsStarts ? peersAhead : !done.isEmpty()) {
         // Issued, and its device never ran it while peers' devices did (or, without start events,
         // while peers completed it).
@@ -148,6 +156,24 @@ final class MemberClassifier {
       return stuck.op(g, rec.getP2PSeq(), true, r.rank());
     }
     return stuck.op(g, rec.getIsP2P() ? rec.getP2PSeq() : rec.getCollectiveSeq(), rec.getIsP2P());
+  }
+
+  /** True when the rank's own watchdog reported a timeout on this very collective. */
+  private static boolean timedOutIn(RankIndex r, StuckOp n) {
+    return r.evidence.events().stream().anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT
+        && e.getSeq() == n.seq && e.getProcessGroup().equals(n.group.name()));
+  }
+
+  /** The members among {@code done} that completed a collective of the group after this one. */
+  private List<Integer> finishedPast(List<Integer> done, StuckOp n) {
+    return done.stream().filter(d -> {
+      RankIndex.Track t = index.track(d, n.group);
+      return t != null && t.completed > n.seq;
+    }).toList();
+  }
+
+  private static boolean hasStuckWatchdog(RankIndex r) {
+    return r.evidence.events().stream().anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_STUCK);
   }
 
   private static boolean hasDeviceError(RankIndex r) {

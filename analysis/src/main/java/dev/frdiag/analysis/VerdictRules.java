@@ -8,6 +8,7 @@ import static dev.frdiag.analysis.Wording.who;
 
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
@@ -45,6 +46,10 @@ final class VerdictRules {
   static final String MISSING_AFTER_TIMEOUT = "every rank's Flight Recorder dump (TORCH_FR_DUMP_ON_TIMEOUT=1 writes "
       + "it when the watchdog fires), or at least every rank's watchdog lines with their PG status (last enqueued "
       + "and completed work), and NCCL_DEBUG=INFO logs";
+
+  /** What confirms that ranks' lines are about one process group. */
+  static final String NAMES_THE_GROUP = "the ranks' PG status lines (PyTorch 2.4 and later print the group on "
+      + "every watchdog line) or their Flight Recorder dumps";
 
   VerdictRules(JobIndex index, StuckOperations stuck) {
     this.index = index;
@@ -116,6 +121,16 @@ final class VerdictRules {
     }
     evidence.addAll(jobEvidence);
     List<Integer> culpritList = List.copyOf(culprits);
+    ProcessGroup group = index.groups.get(primary.group);
+    if (group != null && group.getAssumed()) {
+      // The matcher compared ranks' lines as one group only because their seqs are close: the best reading, not
+      // a finding, until something names the group.
+      evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, culpritList, "the lines name no process group; "
+          + "they were taken to be one group because their seqs are close. " + NAMES_THE_GROUP));
+      return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, cause.symptom, List.of(), primary, 0.3, evidence,
+          "Probably: " + wording.headline(cause, culpritList, primary), "Collect more evidence: "
+              + NAMES_THE_GROUP + ". Meanwhile: " + recommendation(cause.symptom));
+    }
     return diagnosis(Verdict.HANG, cause.symptom, culpritList, primary, confidence(cause, culpritList, primary),
         evidence, wording.headline(cause, culpritList, primary), recommendation(cause.symptom));
   }
@@ -159,6 +174,18 @@ final class VerdictRules {
       evidence.addAll(jobEvidence);
       List<Integer> timedOut = reported(RankEvent.Kind.WATCHDOG_TIMEOUT);
       List<Integer> watchdogStuck = reported(RankEvent.Kind.WATCHDOG_STUCK);
+      List<Integer> idle = idleWhenSignalled();
+      if (!timedOut.isEmpty() && !idle.isEmpty()) {
+        // Told of a timeout while nothing was outstanding: every other rank of a hung job waits inside a
+        // collective; one that is outside them all never issued the one its peers wait in.
+        evidence.add(0, new Evidence(Evidence.Kind.NOT_ISSUED, idle, capitalize(who(idle)) + " had nothing "
+            + "outstanding (last enqueued = last completed) when a peer's collective timeout was signalled: "
+            + (idle.size() == 1 ? "it" : "they") + " never issued the collective the peers wait in, if that "
+            + "collective is on the group " + (idle.size() == 1 ? "it" : "they") + " reported"));
+        return diagnosis(Verdict.HANG, Symptom.CPU_STALL, idle, null, 0.4, evidence,
+            capitalize(who(idle)) + " had no collective outstanding when a peer timed out: CPU-side stall.",
+            recommendation(Symptom.CPU_STALL));
+      }
       if (!timedOut.isEmpty()) {
         // PyTorch's watchdog fired: the job hung whatever else the evidence lacks. Without the stuck operation's
         // members there is nothing to diff, so say what would show it rather than guess.
@@ -225,6 +252,16 @@ final class VerdictRules {
         stuck -> stuck.getKind() == RankEvent.Kind.WATCHDOG_STUCK && stuck.getSeq() > 0
             && r.evidence.events().stream().anyMatch(t -> t.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT
                 && t.getSeq() == stuck.getSeq()))).map(RankIndex::rank).sorted().toList();
+  }
+
+  /**
+   * Ranks told of a collective timeout (a dump signal, or the status a timeout prints) while nothing was
+   * outstanding on the group they reported: last enqueued = last completed, no incomplete record.
+   */
+  private List<Integer> idleWhenSignalled() {
+    return index.ranks.values().stream().filter(r -> r.oldestIncomplete == null && r.evidence.events().stream()
+        .anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT && e.getLastEnqueuedSeq() > 0
+            && e.getLastEnqueuedSeq() == e.getLastCompletedSeq())).map(RankIndex::rank).sorted().toList();
   }
 
   /** Ranks that reported an event of {@code kind}, sorted. */

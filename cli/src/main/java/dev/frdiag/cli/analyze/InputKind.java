@@ -52,7 +52,8 @@ public enum InputKind {
         || text.contains("=== System : maxBw");
     // What PyTorch's distributed layer prints about a rank: watchdog lines, its collective checker, CUDA errors.
     boolean watchdog = text.contains("ProcessGroupNCCL") || text.contains("WorkNCCL(")
-        || text.contains("Detected mismatch between collectives") || text.contains("CUDA error: ")
+        || text.contains("Detected mismatch between collectives") || text.contains("CollectiveFingerPrint(")
+        || text.contains("CUDA error: ")
         || text.contains("CUDA out of memory");
     if (nccl) {
       return NCCL_LOG;

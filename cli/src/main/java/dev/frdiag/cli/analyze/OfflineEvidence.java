@@ -100,19 +100,22 @@ public final class OfflineEvidence {
     for (FlightRecorderDump d : dumps.values()) {
       ranks.put(d.rank(), fromDump(d, seqRanges, world));
     }
-    if (dumps.isEmpty()) {
-      ranks.putAll(fromWatchdogLines(world));
-    } else {
-      watchdog.forEach((rank, lines) -> {
-        RankEvidence e = ranks.get(rank);
-        if (e != null) {
-          List<RankEvent> events = new ArrayList<>(e.events());
-          lines.stream().map(OfflineEvidence::events).forEach(events::addAll);
-          ranks.put(rank, new RankEvidence(rank, e.identity(), e.liveness(), e.answered(), e.missingReason(),
-              e.groups(), e.records(), e.progress(), events, e.frames()));
-        }
-      });
-    }
+    Map<Integer, RankEvidence> fromLogs = WatchdogEvidence.of(watchdog, rank -> identity(rank, world));
+    Map<String, ProcessGroup> dumpGroups = new HashMap<>();
+    dumps.values().forEach(d -> withLayout(d.processGroups()).forEach(g -> dumpGroups.putIfAbsent(g.getName(), g)));
+    fromLogs.forEach((rank, logged) -> {
+      RankEvidence e = ranks.get(rank);
+      if (e == null) {
+        // Each rank's best evidence: a rank with no dump is read from its lines, in the groups the dumps describe
+        // (a log names a group by the name its dump's pg_config uses), so both sources meet in one matcher.
+        ranks.put(rank, inDumpGroups(logged, dumpGroups));
+        return;
+      }
+      List<RankEvent> events = new ArrayList<>(e.events());
+      events.addAll(logged.events());
+      ranks.put(rank, new RankEvidence(rank, e.identity(), e.liveness(), e.answered(), e.missingReason(),
+          e.groups(), e.records(), e.progress(), events, e.frames()));
+    });
     for (Map.Entry<Integer, String> u : unreadable.entrySet()) {
       ranks.putIfAbsent(u.getKey(), new RankEvidence(u.getKey(), identity(u.getKey(), world), Liveness.UNKNOWN,
           false, u.getValue(), List.of(), List.of(), List.of(), List.of(), Map.of()));
@@ -182,140 +185,19 @@ public final class OfflineEvidence {
         && (a.getIsP2P() ? a.getP2PSeq() == b.getP2PSeq() : a.getCollectiveSeq() == b.getCollectiveSeq());
   }
 
-  /**
-   * Evidence from watchdog lines alone. A timeout line says the rank is inside one collective (group, seq, op,
-   * element counts): it becomes a record the rank issued, so log lines go through the same matcher as dumps and a
-   * rank inside a different op or size at the same seq is a mismatch. A status line adds the rank's last enqueued
-   * and completed seqs. Group memberships are unknown, so each group is taken to be the ranks that logged for it.
-   */
-  private Map<Integer, RankEvidence> fromWatchdogLines(int world) {
-    Map<Integer, Map<String, CollectiveRecord>> inside = collectivesInside();
-    Map<String, TreeSet<Integer>> members = new TreeMap<>();
-    watchdog.forEach((rank, lines) -> lines.forEach(l -> members.computeIfAbsent(groupName(l),
-        g -> new TreeSet<>()).add(rank)));
-    inside.forEach((rank, records) -> records.values().forEach(r -> members.computeIfAbsent(r.getProcessGroup(),
-        g -> new TreeSet<>()).add(rank)));
-    Map<Integer, RankEvidence> out = new TreeMap<>();
-    watchdog.forEach((rank, lines) -> {
-      Map<String, ProcessGroupProgress> progress = new TreeMap<>();
-      List<RankEvent> events = new ArrayList<>();
-      for (WatchdogLine l : lines) {
-        events.addAll(events(l));
-        if (l.lastEnqueued() >= 0) {
-          progress.put(groupName(l), ProcessGroupProgress.newBuilder().setProcessGroup(groupName(l))
-              .setLastEnqueuedSeq(l.lastEnqueued()).setLastStartedSeq(-1).setLastCompletedSeq(l.lastCompleted())
-              .setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build());
-        }
-      }
-      List<CollectiveRecord> records = List.copyOf(inside.getOrDefault(rank, Map.of()).values());
-      Set<String> named = new TreeSet<>(progress.keySet());
-      records.forEach(r -> named.add(r.getProcessGroup()));
-      List<ProcessGroup> groups = new ArrayList<>();
-      for (String name : named) {
-        ProcessGroup.Builder g = ProcessGroup.newBuilder().setName(name).setDesc(descOf(lines, name));
-        members.get(name).forEach(g::addRanks);
-        groups.add(g.build());
-      }
-      out.put(rank, new RankEvidence(rank, identity(rank, world), Liveness.UNKNOWN, true, "",
-          withLayout(groups), records, List.copyOf(progress.values()), events, Map.of(), RankEvidence.Source.LOG));
-    });
-    return out;
-  }
-
-  /**
-   * Per rank, the collectives its timeout lines (and the collective checker's) say it is inside, by group and seq.
-   * Old PyTorch prints no PG id on the timeout line: the rank's own status line for the same seq names the group
-   * when there is one, else the group the peers' status lines name for that seq if only one; otherwise lines of
-   * different ranks are taken to be the same collective only at the same seq, since ranks of different groups
-   * print unrelated seqs.
-   */
-  private Map<Integer, Map<String, CollectiveRecord>> collectivesInside() {
-    Map<Long, Set<String>> statusGroups = new HashMap<>();
-    watchdog.values().forEach(lines -> lines.stream().filter(OfflineEvidence::isStatusOfAGroup)
-        .forEach(l -> statusGroups.computeIfAbsent(l.seq(), k -> new TreeSet<>()).add(l.pgId())));
-    Map<Integer, Map<String, CollectiveRecord>> out = new TreeMap<>();
-    watchdog.forEach((rank, lines) -> {
-      Map<Long, String> own = new HashMap<>();
-      lines.stream().filter(OfflineEvidence::isStatusOfAGroup).forEach(l -> own.putIfAbsent(l.seq(), l.pgId()));
-      Map<String, CollectiveRecord> inside = new TreeMap<>();
-      for (WatchdogLine l : lines) {
-        if ((l.kind() == WatchdogLine.Kind.TIMEOUT || l.kind() == WatchdogLine.Kind.RUNNING) && l.seq() > 0
-            && !isP2p(l.opType())) {
-          Set<String> peers = statusGroups.getOrDefault(l.seq(), Set.of());
-          String group = !l.pgId().isEmpty() ? l.pgId() : own.containsKey(l.seq()) ? own.get(l.seq())
-              : peers.size() == 1 ? peers.iterator().next() : "pg?@" + l.seq();
-          inside.put(group + "#" + l.seq(), timedOut(l, group, inside.size()));
-        }
-      }
-      if (!inside.isEmpty()) {
-        out.put(rank, inside);
-      }
-    });
-    return out;
-  }
-
-  private static boolean isStatusOfAGroup(WatchdogLine l) {
-    return l.kind() == WatchdogLine.Kind.PG_STATUS && !l.pgId().isEmpty();
-  }
-
-  /**
-   * The collective a timeout line says the rank is inside: issued, not known to have started or completed.
-   * PyTorch prints the op in upper case without underscores between words (ALLREDUCE, _ALLGATHER_BASE); it is
-   * compared only with other timeout lines, so it is kept as printed, in lower case.
-   */
-  private static CollectiveRecord timedOut(WatchdogLine l, String group, int id) {
-    CollectiveRecord.Builder r = CollectiveRecord.newBuilder().setRecordId(id).setProcessGroup(group)
-        .setCollectiveSeq(l.seq()).setOp(l.opType().toLowerCase(Locale.ROOT))
-        .setState(CollectiveState.SCHEDULED).setTimeoutMs(Math.max(0, l.timeoutMs()));
-    // NumelOut is left out: how it relates to NumelIn depends on the group's size, which the logs do not tell
-    // (the ranks that logged are only some of the members).
-    if (l.numelIn() >= 0) {
-      r.addInputSizes(Shape.newBuilder().addDims(l.numelIn()));
+  /** {@code logged} with each group it names replaced by the dumps' description of it, where there is one. */
+  private static RankEvidence inDumpGroups(RankEvidence logged, Map<String, ProcessGroup> dumpGroups) {
+    if (dumpGroups.isEmpty()) {
+      return logged;
     }
-    return r.build();
+    List<ProcessGroup> groups = logged.groups().stream().map(g -> dumpGroups.getOrDefault(g.getName(), g))
+        .toList();
+    return new RankEvidence(logged.rank(), logged.identity(), logged.liveness(), logged.answered(),
+        logged.missingReason(), groups, logged.records(), logged.progress(), logged.events(), logged.frames(),
+        logged.source());
   }
 
-  /** P2P work prints the p2p seq in SeqNum on some versions and the collective seq on others: not matchable. */
-  private static boolean isP2p(String opType) {
-    return opType.equalsIgnoreCase("SEND") || opType.equalsIgnoreCase("RECV");
-  }
-
-  private static String groupName(WatchdogLine l) {
-    return l.pgId().isEmpty() ? "pg?" : l.pgId();
-  }
-
-  private static String descOf(List<WatchdogLine> lines, String name) {
-    return lines.stream().filter(l -> groupName(l).equals(name) && !l.pgDesc().isEmpty()).map(WatchdogLine::pgDesc)
-        .findFirst().orElse("");
-  }
-
-  /** What a watchdog line tells of its rank: one event, two for a timeout noticed hours late. */
-  private static List<RankEvent> events(WatchdogLine l) {
-    if (l.kind() == WatchdogLine.Kind.RUNNING) {
-      // What the rank was running is a record (fromWatchdogLines), not an event.
-      return List.of();
-    }
-    RankEvent event = event(l);
-    if (l.kind() != WatchdogLine.Kind.TIMEOUT || l.stuckSeconds() < 0) {
-      return List.of(event);
-    }
-    // The watchdog noticed the timeout long after it passed: it had stopped, which the seq ties to this work.
-    return List.of(event, event.toBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK).build());
-  }
-
-  private static RankEvent event(WatchdogLine l) {
-    RankEvent.Kind kind = switch (l.kind()) {
-      case TIMEOUT, PG_STATUS, DUMP_SIGNAL -> RankEvent.Kind.WATCHDOG_TIMEOUT;
-      case WATCHDOG_STUCK -> RankEvent.Kind.WATCHDOG_STUCK;
-      case CUDA_ERROR -> RankEvent.Kind.CUDA_ERROR;
-      case RUNNING -> throw new IllegalStateException("a RUNNING line is a record, not an event");
-    };
-    return RankEvent.newBuilder().setKind(kind).setProcessGroup(groupName(l)).setSeq(l.seq())
-        .setOp(l.opType().toLowerCase()).setMessage(l.source() + ": " + l.text()).setLastEnqueuedSeq(l.lastEnqueued())
-        .setLastCompletedSeq(l.lastCompleted()).build();
-  }
-
-  private static List<ProcessGroup> withLayout(List<ProcessGroup> groups) {
+  static List<ProcessGroup> withLayout(List<ProcessGroup> groups) {
     List<ProcessGroup> out = new ArrayList<>(groups.size());
     for (ProcessGroup g : groups) {
       if (g.getRanksCount() == 0) {

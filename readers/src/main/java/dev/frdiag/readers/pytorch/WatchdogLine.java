@@ -6,7 +6,9 @@ package dev.frdiag.readers.pytorch;
  * @param kind what the line reports
  * @param globalRank the {@code [rankN]} glog prefix (global rank); -1 when the line has none
  * @param groupRank the rank inside the process group ({@code [Rank N]}, {@code [PG … Rank N]}); -1 when absent
- * @param pgId the process group id ({@code PG ID x} / {@code PG x}); empty when absent
+ * @param pgName the process group's name, the same on every member and in Flight Recorder dumps: {@code y} in
+ *     {@code [PG ID x PG GUID y]} (the id {@code x} counts groups per process, so it collides across ranks), {@code x}
+ *     in {@code [PG x Rank r]}; empty when absent
  * @param pgDesc the process group description ({@code (default_pg)}); empty when absent
  * @param seq the work sequence number concerned ({@code SeqNum=}, {@code at work sequence id:}); -1 when absent
  * @param opType {@code OpType=} as printed ("ALLREDUCE"); empty when absent
@@ -21,7 +23,7 @@ package dev.frdiag.readers.pytorch;
  * @param source file name and line number, e.g. "train.log:812"
  * @param text the line as read (without trailing newline)
  */
-public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgId, String pgDesc, long seq,
+public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgName, String pgDesc, long seq,
     String opType, long numelIn, long numelOut, long timeoutMs, long lastEnqueued, long lastCompleted,
     int fromRank, long stuckSeconds, String source, String text) {
 
@@ -44,6 +46,8 @@ public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgId
      * PyTorch's collective checker (TORCH_DISTRIBUTED_DEBUG=DETAIL) says the rank is running this collective:
      * "Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(…)".
      * One line names several ranks; each becomes a line of its own, about that rank (by its rank in the group).
+     * The checker also prints one line per rank as it enters each collective's check: "[Rank 2] Running
+     * collective: CollectiveFingerPrint(SequenceNumber=1276, …)".
      */
     RUNNING
   }

@@ -24,7 +24,7 @@ public final class WatchdogLogReader {
 
   private static final Pattern GLOBAL_RANK = Pattern.compile("\\[rank(\\d+)\\]:");
   private static final Pattern GROUP = Pattern.compile(
-      "\\[(?:PG ID (\\d+) PG GUID [^\\s(\\]]+(?:\\(([^)]*)\\))?|PG (\\d+)(?: \\(([^)]*)\\))?) Rank (\\d+)\\]");
+      "\\[(?:PG ID \\d+ PG GUID ([^\\s(\\]]+)(?:\\(([^)]*)\\))?|PG (?!ID )([^\\s(\\]]+)(?: \\(([^)]*)\\))?) Rank (\\d+)\\]");
   private static final Pattern PLAIN_GROUP_RANK = Pattern.compile("\\[Rank (\\d+)\\]");
   private static final Pattern WORK = Pattern.compile("WorkNCCL\\(SeqNum=(\\d+), OpType=(\\w+)"
       + "(?:, NumelIn=(\\d+), NumelOut=(\\d+))?(?:, Timeout\\(ms\\)=(\\d+))?");
@@ -39,6 +39,9 @@ public final class WatchdogLogReader {
   private static final Pattern STUCK = Pattern.compile("watchdog got stuck for (\\d+) seconds");
   private static final Pattern FINGERPRINT = Pattern.compile("Rank (\\d{1,9}) is running collective: "
       + "CollectiveFingerPrint\\(SequenceNumber=(\\d{1,18}), OpType=(\\w+)(?:, TensorShape=\\[([0-9, ]*)\\])?");
+  /** ProcessGroupWrapper's own line as it enters the check of a collective (TORCH_DISTRIBUTED_DEBUG=DETAIL). */
+  private static final Pattern CHECKER_RUNNING = Pattern.compile("Running collective: CollectiveFingerPrint\\("
+      + "SequenceNumber=(\\d{1,18}), OpType=(\\w+)(?:, TensorShape=\\[([0-9, ]*)\\])?");
   private static final Pattern RAN_FOR = Pattern.compile("ran for (\\d{1,18}) milliseconds");
   /**
    * How late past its timeout a timeout may be noticed before the watchdog counts as not having run: it checks its
@@ -77,7 +80,8 @@ public final class WatchdogLogReader {
         out.addAll(fingerprints(text, name + ":" + number));
         continue;
       }
-      WatchdogLine parsed = parse(text, name + ":" + number);
+      WatchdogLine parsed = text.contains("Running collective: CollectiveFingerPrint")
+          ? checkerRunning(text, name + ":" + number) : parse(text, name + ":" + number);
       if (parsed == null && next != null && text.contains("ProcessGroupNCCL") && !next.startsWith("[")) {
         // A line pasted from a terminal is often hard-wrapped, even inside a word ("ProcessGroupNCCL'" / "s
         // watchdog got stuck"): a PyTorch line that says nothing alone is read again with the next one.
@@ -114,11 +118,11 @@ public final class WatchdogLogReader {
     }
     int globalRank = intGroup(GLOBAL_RANK.matcher(text), 1);
     int groupRank = -1;
-    String pgId = "";
+    String pgName = "";
     String pgDesc = "";
     Matcher g = GROUP.matcher(text);
     if (g.find()) {
-      pgId = g.group(1) != null ? g.group(1) : g.group(3);
+      pgName = g.group(1) != null ? g.group(1) : g.group(3);
       pgDesc = g.group(2) != null ? g.group(2) : g.group(4) != null ? g.group(4) : "";
       groupRank = Integer.parseInt(g.group(5));
     } else {
@@ -126,7 +130,7 @@ public final class WatchdogLogReader {
     }
     Matcher m;
     if (status && ((m = STATUS_NEW.matcher(text)).find() || (m = STATUS_OLD.matcher(text)).find())) {
-      return new WatchdogLine(WatchdogLine.Kind.PG_STATUS, globalRank, groupRank, pgId, pgDesc,
+      return new WatchdogLine(WatchdogLine.Kind.PG_STATUS, globalRank, groupRank, pgName, pgDesc,
           Long.parseLong(m.group(1)), "", -1, -1, -1, Long.parseLong(m.group(2)), Long.parseLong(m.group(3)), -1,
           -1, source, text);
     }
@@ -134,7 +138,7 @@ public final class WatchdogLogReader {
       long timeoutMs = longOr(m.group(5));
       Matcher ran = RAN_FOR.matcher(text);
       long late = timeoutMs >= 0 && ran.find() ? Long.parseLong(ran.group(1)) - timeoutMs : -1;
-      return new WatchdogLine(WatchdogLine.Kind.TIMEOUT, globalRank, groupRank, pgId, pgDesc,
+      return new WatchdogLine(WatchdogLine.Kind.TIMEOUT, globalRank, groupRank, pgName, pgDesc,
           Long.parseLong(m.group(1)), m.group(2), longOr(m.group(3)), longOr(m.group(4)), timeoutMs, -1,
           -1, -1, late >= LATE_MS ? late / 1000 : -1, source, text);
     }
@@ -142,21 +146,21 @@ public final class WatchdogLogReader {
       int from = m.group(2) == null ? -1 : Integer.parseInt(m.group(2));
       Matcher p = DUMP_PROGRESS.matcher(text);
       boolean progress = p.find();
-      return new WatchdogLine(WatchdogLine.Kind.DUMP_SIGNAL, globalRank, groupRank, pgId, pgDesc, -1, "", -1, -1,
+      return new WatchdogLine(WatchdogLine.Kind.DUMP_SIGNAL, globalRank, groupRank, pgName, pgDesc, -1, "", -1, -1,
           -1, progress ? Long.parseLong(p.group(1)) : -1, progress ? Long.parseLong(p.group(2)) : -1, from, -1,
           source, text);
     }
     if (stuck && (m = STUCK.matcher(text)).find()) {
-      return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgId, pgDesc, -1, "", -1,
+      return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgName, pgDesc, -1, "", -1,
           -1, -1, -1, -1, -1, Long.parseLong(m.group(1)), source, text);
     }
     // A CUDA error says whose device failed only when the line names the rank; an unattributed one is no fact.
     if (cuda && (globalRank >= 0 || groupRank >= 0)) {
-      return new WatchdogLine(WatchdogLine.Kind.CUDA_ERROR, globalRank, groupRank, pgId, pgDesc, -1, "", -1, -1, -1,
+      return new WatchdogLine(WatchdogLine.Kind.CUDA_ERROR, globalRank, groupRank, pgName, pgDesc, -1, "", -1, -1, -1,
           -1, -1, -1, -1, source, text);
     }
     if (heartbeat) {
-      return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgId, pgDesc, -1, "", -1,
+      return new WatchdogLine(WatchdogLine.Kind.WATCHDOG_STUCK, globalRank, groupRank, pgName, pgDesc, -1, "", -1,
           -1, -1, -1, -1, -1, -1, source, text);
     }
     return null;
@@ -171,6 +175,18 @@ public final class WatchdogLogReader {
           Long.parseLong(m.group(2)), m.group(3), numel(m.group(4)), -1, -1, -1, -1, -1, -1, source, text));
     }
     return out;
+  }
+
+  /** The collective checker's line about the rank that prints it, or null when it names no rank. */
+  static WatchdogLine checkerRunning(String text, String source) {
+    Matcher m = CHECKER_RUNNING.matcher(text);
+    int globalRank = intGroup(GLOBAL_RANK.matcher(text), 1);
+    int groupRank = intGroup(PLAIN_GROUP_RANK.matcher(text), 1);
+    if (!m.find() || globalRank < 0 && groupRank < 0) {
+      return null;
+    }
+    return new WatchdogLine(WatchdogLine.Kind.RUNNING, globalRank, groupRank, "", "", Long.parseLong(m.group(1)),
+        m.group(2), numel(m.group(3)), -1, -1, -1, -1, -1, -1, source, text);
   }
 
   /** Elements of one tensor shape printed as "2, 3"; -1 when there is none or it does not fit. */

@@ -32,7 +32,7 @@ class WatchdogLogReaderTest {
       assertThat(s.seq()).isEqualTo(1580);
       assertThat(s.lastEnqueued()).isGreaterThanOrEqualTo(1580);
       assertThat(s.lastCompleted()).isEqualTo(1579);
-      assertThat(s.pgId()).isEqualTo("1");
+      assertThat(s.pgName()).isEqualTo("1");
     });
     assertThat(status).extracting(WatchdogLine::rank).contains(0, 3);
   }
@@ -43,7 +43,7 @@ class WatchdogLogReaderTest {
     WatchdogLine status = lines.stream().filter(l -> l.kind() == WatchdogLine.Kind.PG_STATUS).findFirst()
         .orElseThrow();
     assertThat(status.rank()).isZero();
-    assertThat(status.pgId()).isEqualTo("0");
+    assertThat(status.pgName()).isEqualTo("0");
     assertThat(status.pgDesc()).isEqualTo("default_pg");
     assertThat(status.seq()).isEqualTo(716);
     assertThat(status.lastEnqueued()).isEqualTo(747);
@@ -88,7 +88,7 @@ class WatchdogLogReaderTest {
         + "workMetaList_.size()=121", "train.log:9");
     assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.WATCHDOG_STUCK);
     assertThat(l.globalRank()).isEqualTo(6);
-    assertThat(l.pgId()).isEqualTo("3");
+    assertThat(l.pgName()).isEqualTo("3");
     assertThat(l.stuckSeconds()).isEqualTo(-1);
   }
 
@@ -155,5 +155,50 @@ class WatchdogLogReaderTest {
       assertThat(l.stuckSeconds()).isEqualTo(480);
       assertThat(l.source()).isEqualTo("train.log:1");
     });
+  }
+
+  @Test
+  void aGroupIsNamedByItsGuidSinceThePgIdIsAPerProcessCounter() {
+    // NVIDIA/nccl#1610: ranks 13 and 15 both print PG ID 11, for two different groups.
+    WatchdogLine a = WatchdogLogReader.parse(" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864535778 "
+        + "ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 119 Rank 1] Exception (either an error or timeout) detected "
+        + "by watchdog at work: 216, last enqueued NCCL work: 220, last completed NCCL work: 215.", "a.log:2");
+    WatchdogLine b = WatchdogLogReader.parse("[rank15]:[E218 04:54:22.883358915 ProcessGroupNCCL.cpp:1795] "
+        + "[PG ID 11 PG GUID 112 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 57, "
+        + "last enqueued NCCL work: 57, last completed NCCL work: 56.", "a.log:4");
+    assertThat(a.pgName()).isEqualTo("119");
+    assertThat(b.pgName()).isEqualTo("112");
+    WatchdogLine described = WatchdogLogReader.parse("[rank1]:[E1122 06:40:01.903028278 ProcessGroupNCCL.cpp:1785] "
+        + "[PG ID 0 PG GUID 0(default_pg) Rank 1] Timeout at NCCL work: 126, last enqueued NCCL work: 128, last "
+        + "completed NCCL work: 125.", "b.log:1");
+    assertThat(described.pgName()).isEqualTo("0");
+    assertThat(described.pgDesc()).isEqualTo("default_pg");
+  }
+
+  @Test
+  void theCollectiveCheckersOwnLineSaysWhatItsRankIsEntering() throws Exception {
+    // deepspeedai/DeepSpeed#4890, TORCH_DISTRIBUTED_DEBUG=DETAIL.
+    String log = "[I ProcessGroupWrapper.cpp:562] [Rank 2] Running collective: CollectiveFingerPrint("
+        + "SequenceNumber=1276, OpType=ALLREDUCE, TensorShape=[], TensorDtypes=Float, TensorDeviceTypes="
+        + "TensorOptions(dtype=float (default), device=cuda, layout=Strided (default)))\n"
+        + "[I ProcessGroupWrapper.cpp:562] Running collective: CollectiveFingerPrint(SequenceNumber=1277, "
+        + "OpType=ALLREDUCE)\n";
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader(log), "ds.log");
+    assertThat(lines).singleElement().satisfies(l -> {
+      assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.RUNNING);
+      assertThat(l.rank()).isEqualTo(2);
+      assertThat(l.seq()).isEqualTo(1276);
+      assertThat(l.opType()).isEqualTo("ALLREDUCE");
+      assertThat(l.numelIn()).isEqualTo(-1);
+      assertThat(l.source()).isEqualTo("ds.log:1");
+    });
+  }
+
+  @Test
+  void opTypesReadAsTheNamesFlightRecorderRecordsGive() {
+    assertThat(OpTypes.profilingName("_ALLGATHER_BASE")).isEqualTo("_all_gather_base");
+    assertThat(OpTypes.profilingName("ALLREDUCE")).isEqualTo("all_reduce");
+    assertThat(OpTypes.profilingName("ALLTOALL_BASE")).isEqualTo("all_to_all");
+    assertThat(OpTypes.profilingName("SOMETHING_NEW")).isEqualTo("something_new");
   }
 }
