@@ -20,7 +20,7 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
    * The sorts of fact, each written in reports as its {@linkplain #wire() wire name}: from the ranks' records
    * "rank_lost", "not_issued", "not_started", "completion_lag", "waiting", "all_started_none_completed",
    * "all_issued_none_completed", "no_snapshot", "signature_mismatch", "also_held_up", "cascade", "ran_ahead",
-   * "insufficient", "rank_event"; from the nodes' NCCL logs and InfiniBand counters "gpu_fault",
+   * "insufficient", "rank_event", "sequence_mismatch"; from the nodes' NCCL logs and InfiniBand counters "gpu_fault",
    * "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged", "quiet_counters";
    * about the inputs "sources".
    */
@@ -43,6 +43,8 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
     NO_SNAPSHOT("no_snapshot"),
     /** Members disagree on what an operation is (op, sizes, dtypes, peer). */
     SIGNATURE_MISMATCH("signature_mismatch"),
+    /** A member timed out inside a collective that others completed and went past: seqs name different ops. */
+    SEQUENCE_MISMATCH("sequence_mismatch"),
     /** The same culprits hold up more collectives. */
     ALSO_HELD_UP("also_held_up"),
     /** Collectives that wait only because of the root cause. */

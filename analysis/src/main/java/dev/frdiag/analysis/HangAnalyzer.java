@@ -50,20 +50,22 @@ public final class HangAnalyzer {
         recorded.add(r.rank());
       }
     }
-    if (logged.isEmpty()) {
-      return d;
-    }
     Collections.sort(logged);
     Collections.sort(recorded);
     boolean culpritFromLog = d.culpritRanks().stream().anyMatch(logged::contains);
     double confidence = recorded.isEmpty() || culpritFromLog ? Math.min(d.confidence(), LOGS_ALONE)
         : d.confidence();
+    if (logged.isEmpty() && confidence == d.confidence()) {
+      return d;
+    }
     List<Evidence> evidence = new ArrayList<>(d.evidence());
-    evidence.add(new Evidence(Evidence.Kind.SOURCES, logged, (recorded.isEmpty() ? ""
-        : Wording.capitalize(Wording.who(recorded)) + ": Flight Recorder records; ")
-        + (recorded.isEmpty() ? Wording.capitalize(Wording.who(logged)) : Wording.who(logged))
-        + ": only the lines " + (logged.size() == 1 ? "it" : "they") + " printed (what a process said, not what it "
-        + "recorded)"));
+    if (!logged.isEmpty()) {
+      evidence.add(new Evidence(Evidence.Kind.SOURCES, logged, (recorded.isEmpty() ? ""
+          : Wording.capitalize(Wording.who(recorded)) + ": Flight Recorder records; ")
+          + (recorded.isEmpty() ? Wording.capitalize(Wording.who(logged)) : Wording.who(logged))
+          + ": only the lines " + (logged.size() == 1 ? "it" : "they") + " printed (what a process said, not what "
+          + "it recorded)"));
+    }
     return new Diagnosis(d.verdict(), d.symptom(), d.culpritRanks(), d.culpritHosts(), d.collective(), confidence,
         evidence, d.culprits(), d.stuck(), d.rankStates(), d.headline(), d.recommendation(), d.stuckSinceNs());
   }

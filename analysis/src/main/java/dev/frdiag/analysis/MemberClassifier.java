@@ -112,8 +112,7 @@ final class MemberClassifier {
         // it and the next one of the group, which needs this rank's device past it: seq S is not the same
         // collective on these ranks, so they did not issue the same collectives in the same order. (A device
         // fault that hides completions from the process shows as a CUDA error or a stuck watchdog instead.)
-        n.suspect(Cause.MISMATCH, rank);
-        finishedPast(done, n).forEach(d -> n.suspect(Cause.MISMATCH, d));
+        finishedPast(done, n).forEach(d -> n.disagree(rank, d));
       } else if (r.recordsStarts ? peersAhead : !done.isEmpty()) {
         // Issued, and its device never ran it while peers' devices did (or, without start events,
         // while peers completed it).

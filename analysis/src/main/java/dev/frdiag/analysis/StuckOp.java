@@ -34,6 +34,8 @@ final class StuckOp {
   private final Map<Cause, Set<Integer>> suspects = new EnumMap<>(Cause.class);
   private final Set<String> blockedBy = new TreeSet<>();
   private boolean allIssuedNoneStarted;
+  private final Set<Integer> timedOutInside = new TreeSet<>();
+  private final Set<Integer> finishedPast = new TreeSet<>();
 
   StuckOp(Key key, Map<Integer, MemberState> states, CollectiveRecord sample, long firstCreatedNs,
       CollectiveRef ref) {
@@ -86,6 +88,27 @@ final class StuckOp {
   /** Labels of the operations its missing members are stuck in, sorted. */
   Set<String> blockedBy() {
     return Collections.unmodifiableSet(blockedBy);
+  }
+
+  /**
+   * {@code inside}'s watchdog timed out in it while {@code past} completed it and a later collective of the group:
+   * the two disagree on what this collective is, and both are mismatch suspects.
+   */
+  void disagree(int inside, int past) {
+    timedOutInside.add(inside);
+    finishedPast.add(past);
+    suspect(Cause.MISMATCH, inside);
+    suspect(Cause.MISMATCH, past);
+  }
+
+  /** Members that timed out inside it while others finished past it ({@link #disagree}), sorted. */
+  List<Integer> timedOutInside() {
+    return List.copyOf(timedOutInside);
+  }
+
+  /** Members that finished past it while others timed out inside it ({@link #disagree}), sorted. */
+  List<Integer> finishedPast() {
+    return List.copyOf(finishedPast);
   }
 
   void allIssuedNoneStarted() {

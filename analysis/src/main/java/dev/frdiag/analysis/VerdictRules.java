@@ -126,7 +126,8 @@ final class VerdictRules {
       // The matcher compared ranks' lines as one group only because their seqs are close: the best reading, not
       // a finding, until something names the group.
       evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, culpritList, "the lines name no process group; "
-          + "they were taken to be one group because their seqs are close. " + NAMES_THE_GROUP));
+          + "they were taken to be one group because their seqs are close. What would name it: "
+          + NAMES_THE_GROUP));
       return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, cause.symptom, List.of(), primary, 0.3, evidence,
           "Probably: " + wording.headline(cause, culpritList, primary), "Collect more evidence: "
               + NAMES_THE_GROUP + ". Meanwhile: " + recommendation(cause.symptom));

@@ -73,8 +73,12 @@ final class Wording {
           + peers(primary, culprits) + " wait in " + where + ".";
       case NO_EVIDENCE -> who + " left no usable evidence (no dump, or an unreadable one) while "
           + peers(primary, culprits) + " wait in " + where + ": likely gone (process or host).";
-      case MISMATCH -> who + " issued " + where + " with a different operation, size or dtype than "
-          + peers(primary, culprits) + ": program bug.";
+      case MISMATCH -> !primary.timedOutInside().isEmpty()
+          ? who + " disagree on what " + where + " is: " + who(primary.timedOutInside()) + " timed out inside it "
+              + "while " + who(primary.finishedPast()) + " completed it and went on; they issued different "
+              + "sequences of collectives: program bug."
+          : who + " issued " + where + " with a different operation, size or dtype than "
+              + peers(primary, culprits) + ": program bug.";
       case WATCHDOG -> who + ": the framework's watchdog itself is stuck, not the collective " + where + ".";
       case FABRIC -> "Every member started " + where + " and none completed: the network between hosts "
           + "(fabric) is the likely cause; no single rank diverged.";
@@ -120,6 +124,14 @@ final class Wording {
           + (waiting.isEmpty() && done.isEmpty() ? ""
               : " while " + who(union(waiting, done)) + (waiting.isEmpty() ? " completed it"
                   : " started it"))));
+    }
+    if (!n.timedOutInside().isEmpty()) {
+      List<Integer> past = n.finishedPast();
+      long furthest = past.stream().mapToLong(r -> index.track(r, n.group).completed).max().orElse(n.seq);
+      out.add(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, union(n.timedOutInside(), past),
+          capitalize(who(n.timedOutInside())) + " timed out inside " + what + " while " + who(past)
+              + " completed it and the group's collectives after it (up to seq " + furthest + "), which need every "
+              + "member's device past it: seq " + n.seq + " is not the same collective on these ranks"));
     }
     if (!waiting.isEmpty()) {
       boolean fabric = n.suspected(Cause.FABRIC);

@@ -35,6 +35,13 @@ class LogFactsTest {
     assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
     assertThat(d.culpritRanks()).containsExactly(0, 1);
     assertThat(d.confidence()).isLessThanOrEqualTo(0.6);
+    assertThat(d.headline()).isEqualTo("Ranks 0, 1 disagree on what _reduce_scatter_base (0, seq 122) is: rank 0 "
+        + "timed out inside it while rank 1 completed it and went on; they issued different sequences of "
+        + "collectives: program bug.");
+    assertThat(d.evidence().get(0)).isEqualTo(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, List.of(0, 1),
+        "Rank 0 timed out inside 0#122 _reduce_scatter_base while rank 1 completed it and the group's collectives "
+            + "after it (up to seq 125), which need every member's device past it: seq 122 is not the same "
+            + "collective on these ranks"));
   }
 
   @Test
