@@ -37,6 +37,7 @@ public final class ContextFindings {
         case NODE_NETWORK -> ContextFinding.Kind.LOCAL_NIC_FAULT;
         case FABRIC -> ContextFinding.Kind.LINK_FAULT;
         case DEAD_PEER -> ContextFinding.Kind.DEAD_PEER;
+        case PEER_PATH -> ContextFinding.Kind.PEER_PATH_ERROR;
         default -> null;
       };
       if (kind == null) {
