@@ -2,11 +2,13 @@ package dev.frdiag.analysis;
 
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
+import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -16,10 +18,13 @@ import java.util.stream.Collectors;
  * Weighs what nodes' NCCL logs and InfiniBand counters say against the verdict the ranks' records gave.
  *
  * <p>The rules, strongest first: a CUDA failure or out-of-memory makes its rank a GPU culprit even when peers
- * log network errors (those are consequences); a NIC/GPUDirect fault local to one host is {@code NODE_NETWORK}
+ * log network errors (those are consequences); so does a GPU fault the driver logged (Xid) on a rank's GPU, and
+ * without a rank it is at least a lead; a process that died from outside or crashed is a dead rank, and the
+ * network errors its peers log follow from it; a NIC/GPUDirect fault local to one host is {@code NODE_NETWORK}
  * on that host; link faults (IB status 12, link_downed, port errors) confirm a fabric verdict and name the host,
- * NIC and port; with counters that did not move at all, a fabric verdict names no link and loses confidence.
- * Evidence quotes the line or counter delta each finding rests on.
+ * NIC and port; ranks NCCL RAS shows behind in launched collectives are host-side stragglers; with counters that
+ * did not move at all, a fabric verdict names no link and loses confidence. Evidence quotes the line or counter
+ * delta each finding rests on.
  */
 final class ContextRules {
   /** Findings quoted in the evidence; the rest are counted. */
@@ -42,6 +47,12 @@ final class ContextRules {
     List<ContextFinding> nic = byKind.getOrDefault(ContextFinding.Kind.LOCAL_NIC_FAULT, List.of());
     List<ContextFinding> link = byKind.getOrDefault(ContextFinding.Kind.LINK_FAULT, List.of());
     List<ContextFinding> quiet = byKind.getOrDefault(ContextFinding.Kind.QUIET, List.of());
+    List<ContextFinding> xid = new ArrayList<>(byKind.getOrDefault(ContextFinding.Kind.XID_DEVICE_FAULT, List.of()));
+    xid.addAll(byKind.getOrDefault(ContextFinding.Kind.XID_APPLICATION_FAULT, List.of()));
+    List<ContextFinding> died = byKind.getOrDefault(ContextFinding.Kind.PROCESS_DIED, List.of());
+    List<ContextFinding> lag = byKind.getOrDefault(ContextFinding.Kind.LAUNCH_LAG, List.of());
+    List<ContextFinding> consistent = byKind.getOrDefault(ContextFinding.Kind.RAS_CONSISTENT, List.of());
+    List<ContextFinding> peerPath = byKind.getOrDefault(ContextFinding.Kind.PEER_PATH_ERROR, List.of());
     boolean undecided = d.verdict() != Verdict.HANG || d.symptom() == Symptom.UNKNOWN;
     Symptom s = d.symptom();
 
@@ -54,6 +65,31 @@ final class ContextRules {
       return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, 0.95,
           who + " hit a CUDA failure (" + brief(gpu.get(0)) + "): GPU fault; network errors its peers log are "
               + "consequences.", quote(Evidence.Kind.GPU_FAULT, gpu, job), Wording.recommendation(Symptom.GPU_STALL));
+    }
+    List<ContextFinding> dead = byKind.getOrDefault(ContextFinding.Kind.DEAD_PEER, List.of());
+    // What a dead GPU or process leaves behind on its peers: quoted after the cause, not weighed against it.
+    List<Evidence> fallout = new ArrayList<>(quote(Evidence.Kind.LOCAL_NIC_FAULT, nic, job));
+    fallout.addAll(quote(Evidence.Kind.LINK_FAULT, link, job));
+    fallout.addAll(quote(Evidence.Kind.DEAD_PEER, dead, job));
+    if (!xid.isEmpty() && s != Symptom.MISMATCH) {
+      List<Evidence> after = new ArrayList<>(quote(Evidence.Kind.PROCESS_DIED, died, job));
+      after.addAll(fallout);
+      Diagnosis out = gpuXid(d, job, xid, undecided, after);
+      if (out != null) {
+        return out;
+      }
+    }
+    if (!died.isEmpty() && (undecided || s == Symptom.FABRIC || s == Symptom.NODE_NETWORK)) {
+      // A process that died from outside (a kill signal, the OOM killer) or crashed is where the hang starts: its
+      // peers' transfers to it fail (IB retries exhausted towards its destroyed queue pairs, sockets reset), so
+      // the network errors they log are the expected fallout, not a second fault.
+      List<Integer> ranks = ranksOf(died, job);
+      List<String> hosts = hosts(died);
+      List<Evidence> first = new ArrayList<>(quote(Evidence.Kind.PROCESS_DIED, died, job));
+      first.addAll(fallout);
+      return rewrite(d, Verdict.HANG, Symptom.DEAD_RANK, ranks, hosts, ranks.isEmpty() ? 0.4 : 0.7,
+          processes(died, ranks, hosts) + " died (" + brief(died.get(0)) + "): a process of the job went away; the "
+              + "network errors its peers log follow from it.", first, Wording.recommendation(Symptom.DEAD_RANK));
     }
     if (!nic.isEmpty() && (undecided || s == Symptom.FABRIC || s == Symptom.GPU_STALL && d.confidence() < 0.8)) {
       List<String> hosts = hosts(nic);
@@ -68,17 +104,24 @@ final class ContextRules {
       link.stream().map(ContextFinding::getPeer).filter(p -> !p.isEmpty()).map(ContextRules::peerHost).distinct()
           .filter(p -> !hosts.contains(p)).forEach(hosts::add);
       ContextFinding first = link.get(0);
-      String where = first.getHost() + (first.getNic().isEmpty() ? "" : " " + first.getNic()
-          + (first.getPort() > 0 ? " port " + first.getPort() : ""))
-          + (first.getPeer().isEmpty() ? "" : " and peer " + peerHost(first.getPeer()));
-      return rewrite(d, Verdict.HANG, Symptom.FABRIC, List.of(), hosts, 0.85, "The link between " + where
-          + " failed (" + brief(first) + "): fabric, no rank diverged.", quote(Evidence.Kind.LINK_FAULT, link, job),
+      String local = first.getHost() + (first.getNic().isEmpty() ? "" : " " + first.getNic()
+          + (first.getPort() > 0 ? " port " + first.getPort() : ""));
+      String peer = first.getPeer().isEmpty() ? "" : "peer " + peerHost(first.getPeer());
+      // A WARN PyTorch quoted after "Last error:" has no prefix: only the peer end of the link is known.
+      String where = local.isBlank() ? "The link to " + peer : "The link between " + local
+          + (peer.isEmpty() ? "" : " and " + peer);
+      return rewrite(d, Verdict.HANG, Symptom.FABRIC, List.of(), hosts, 0.85, where + " failed (" + brief(first)
+          + "): fabric, no rank diverged.", quote(Evidence.Kind.LINK_FAULT, link, job),
           Wording.recommendation(Symptom.FABRIC));
     }
-    List<ContextFinding> dead = byKind.getOrDefault(ContextFinding.Kind.DEAD_PEER, List.of());
+    // A NO_HANG from records (every group seen moving) outweighs one RAS snapshot, which may catch ranks mid-way.
+    if (!lag.isEmpty() && ((undecided && !(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9))
+        || (s == Symptom.CPU_STALL && d.culpritRanks().isEmpty()))) {
+      return launchLag(d, job, lag);
+    }
     if (!dead.isEmpty() && undecided) {
-      // A peer closed its sockets or NCCL's proxy reported a remote error, and nothing stronger (a CUDA fault, a
-      // local NIC or link fault) explains it: the process at the other end went away. Logs alone, so weak.
+      // A peer closed or reset its sockets or stopped receiving, and nothing stronger (a CUDA fault, a local NIC or
+      // link fault) explains it: the process at the other end went away. Logs alone, so weak.
       List<String> peers = dead.stream().map(ContextFinding::getPeer).filter(p -> !p.isEmpty())
           .map(ContextRules::peerHost).distinct().sorted().toList();
       String who = peers.isEmpty() ? "A peer of " + String.join(", ", hosts(dead)) : "The peer at "
@@ -87,14 +130,36 @@ final class ContextRules {
           + brief(dead.get(0)) + "): a rank died or was killed; its peers' errors follow from it.",
           quote(Evidence.Kind.DEAD_PEER, dead, job), Wording.recommendation(Symptom.DEAD_RANK));
     }
+    if (!peerPath.isEmpty() && (d.verdict() == Verdict.INSUFFICIENT_EVIDENCE
+        || d.verdict() == Verdict.HANG && s == Symptom.UNKNOWN)) {
+      return peerPathError(d, job, peerPath);
+    }
+    if (!consistent.isEmpty() && d.verdict() == Verdict.HANG && s == Symptom.CPU_STALL
+        && d.culpritRanks().isEmpty()) {
+      // A CPU stall without culprit is an inference: some member must never have issued the collective the others
+      // ran ahead of. RAS compares every rank's count of launched collectives on every communicator; equal counts
+      // say no rank is behind in launching, which refutes the inference. The hang is then on the device or
+      // network side, which the evidence does not show.
+      List<Evidence> first = new ArrayList<>(quote(Evidence.Kind.RAS_CONSISTENT, consistent, job));
+      Diagnosis out = rewrite(d, Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), 0.3,
+          "NCCL RAS shows every rank at the same collective counts, so no rank failed to launch a collective its "
+              + "peers launched: the stuck collective is held up on the GPU or network side, which the evidence "
+              + "does not show.", first, "Collect more evidence: " + VerdictRules.MISSING_AFTER_TIMEOUT + ".");
+      return withMissing(out, VerdictRules.MISSING_AFTER_TIMEOUT);
+    }
     List<Evidence> extra = new ArrayList<>();
     extra.addAll(quote(Evidence.Kind.DEAD_PEER, dead, job));
+    extra.addAll(quote(Evidence.Kind.PROCESS_DIED, died, job));
+    extra.addAll(quote(Evidence.Kind.GPU_XID, xid, job));
+    extra.addAll(quote(Evidence.Kind.LAUNCH_LAG, lag, job));
+    extra.addAll(quote(Evidence.Kind.PEER_PATH_ERROR, peerPath, job));
+    extra.addAll(quote(Evidence.Kind.RAS_CONSISTENT, consistent, job));
     extra.addAll(quote(Evidence.Kind.CONGESTION, byKind.getOrDefault(ContextFinding.Kind.CONGESTION, List.of()),
         job));
     extra.addAll(quote(Evidence.Kind.NOTE, byKind.getOrDefault(ContextFinding.Kind.NOTE, List.of()), job));
     boolean faults = byKind.keySet().stream().anyMatch(k -> k != ContextFinding.Kind.NOTE
         && k != ContextFinding.Kind.QUIET && k != ContextFinding.Kind.CONGESTION
-        && k != ContextFinding.Kind.HEALTHY_SETUP);
+        && k != ContextFinding.Kind.HEALTHY_SETUP && k != ContextFinding.Kind.RAS_CONSISTENT);
     if (!faults) {
       List<String> hosts = job.context().stream().map(NodeContext::getHostname).filter(h -> !h.isEmpty())
           .distinct().sorted().toList();
@@ -128,6 +193,151 @@ final class ContextRules {
     return new Diagnosis(d.verdict(), d.symptom(), d.culpritRanks(), d.culpritHosts(), d.collective(),
         d.confidence(), after, d.culprits(), d.stuck(), d.rankStates(), d.headline(), d.recommendation(),
         d.stuckSinceNs());
+  }
+
+  /**
+   * A GPU fault the NVIDIA driver logged (Xid), or null when it changes nothing. On a GPU a rank used (its pid or
+   * GPU bus id on that host) it makes that rank the GPU culprit, as a CUDA failure does; a device fault is the
+   * driver's own word on the hardware (0.85), an application fault usually the program's (0.7). On no known rank's
+   * GPU it is a lead, not a culprit: an undecided verdict becomes insufficient evidence of a GPU stall.
+   */
+  private static Diagnosis gpuXid(Diagnosis d, JobEvidence job, List<ContextFinding> xid, boolean undecided,
+      List<Evidence> fallout) {
+    Symptom s = d.symptom();
+    List<Integer> ranks = ranksOf(xid, job);
+    List<ContextFinding> device = xid.stream()
+        .filter(f -> f.getKind() == ContextFinding.Kind.XID_DEVICE_FAULT).toList();
+    if (!ranks.isEmpty() && (undecided || s == Symptom.FABRIC || s == Symptom.NODE_NETWORK
+        || s == Symptom.GPU_STALL || involves(d, ranks))) {
+      List<ContextFinding> onRanks = xid.stream().filter(f -> !ranksOf(List.of(f), job).isEmpty()).toList();
+      boolean deviceFault = onRanks.stream().anyMatch(f -> f.getKind() == ContextFinding.Kind.XID_DEVICE_FAULT);
+      List<String> hosts = ranks.stream().map(r -> hostOf(job, r)).filter(h -> !h.isEmpty()).distinct().sorted()
+          .toList();
+      String who = Wording.capitalize(Wording.who(ranks)) + (hosts.isEmpty() ? "" : " (" + String.join(", ", hosts)
+          + ")");
+      ContextFinding first = onRanks.stream().filter(f -> !deviceFault
+          || f.getKind() == ContextFinding.Kind.XID_DEVICE_FAULT).findFirst().orElseThrow();
+      String what = deviceFault ? "a fault of " + (ranks.size() == 1 ? "its GPU" : "their GPUs") + " ("
+          + brief(first) + "): GPU fault"
+          : "a fault in " + (ranks.size() == 1 ? "its own" : "their own") + " GPU work (" + brief(first)
+              + "): most likely the program (an illegal memory access), else the GPU";
+      return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, deviceFault ? 0.85 : 0.7, who
+          + ": the NVIDIA driver logged " + what + "; network errors its peers log are consequences.",
+          withFallout(quote(Evidence.Kind.GPU_XID, onRanks, job), fallout), Wording.recommendation(Symptom.GPU_STALL));
+    }
+    if (!ranks.isEmpty() || !(d.verdict() == Verdict.INSUFFICIENT_EVIDENCE
+        || d.verdict() == Verdict.HANG && s == Symptom.UNKNOWN
+        || d.verdict() == Verdict.NO_HANG && d.confidence() < 0.9)) {
+      return null;
+    }
+    // The driver names the GPU and the process that used it, but nothing here joins them to a rank.
+    List<ContextFinding> lead = device.isEmpty() ? xid : device;
+    List<String> gpus = lead.stream().map(ContextFinding::getGpuBusId).filter(b -> !b.isEmpty()).distinct()
+        .sorted().toList();
+    List<String> pids = lead.stream().filter(f -> f.getPid() > 0).map(f -> Long.toString(f.getPid())).distinct()
+        .sorted().toList();
+    String onGpus = gpus.isEmpty() ? "" : " on GPU" + (gpus.size() == 1 ? " " : "s ") + String.join(", ", gpus);
+    String ofPids = pids.isEmpty() ? "" : (pids.size() == 1 ? "pid " : "pids ") + String.join(", ", pids);
+    Diagnosis out = rewrite(d, Verdict.INSUFFICIENT_EVIDENCE, Symptom.GPU_STALL, List.of(), hosts(lead), 0.4,
+        "The NVIDIA driver logged " + (device.isEmpty() ? "faults in GPU work" : "GPU faults") + " ("
+            + brief(lead.get(0)) + ")" + onGpus + (pids.isEmpty() ? "" : " of process" + (pids.size() == 1 ? " " : "es ")
+            + String.join(", ", pids)) + ", but nothing here says which ranks ran there.",
+        withFallout(quote(Evidence.Kind.GPU_XID, xid, job), fallout), "Find which ranks ran "
+            + (pids.isEmpty() ? "on those GPUs"
+            : "as " + ofPids) + " (the training or launcher log names each rank's pid and host, a Flight Recorder "
+            + "dump its GPU) and add their logs or dumps; check GPU" + (gpus.size() == 1 ? " " : "s ")
+            + (gpus.isEmpty() ? "on that node" : String.join(", ", gpus)) + " (nvidia-smi -q, the kernel log "
+            + "before these lines) and drain the node if the fault repeats.");
+    return withMissing(out, "which ranks used " + (gpus.isEmpty() ? "the faulty GPUs" : String.join(", ", gpus))
+        + (pids.isEmpty() ? "" : " (" + ofPids + ")") + ": no rank's evidence names its pid or GPU");
+  }
+
+  /**
+   * Ranks RAS shows behind their peers in launched collectives: "launched up to operation K" counts the
+   * collectives each rank launched on the communicator, so the ranks at the lower count never launched the next
+   * one their peers did: host-side stragglers (CPU side), and the ranks ahead wait for them. One snapshot; a
+   * spread that stays while RAS is queried again settles it, which is why it is weak alone.
+   */
+  private static Diagnosis launchLag(Diagnosis d, JobEvidence job, List<ContextFinding> lag) {
+    List<Integer> ranks = ranksOf(lag, job);
+    List<String> hosts = hosts(lag);
+    double confidence = d.symptom() == Symptom.CPU_STALL && d.verdict() == Verdict.HANG
+        ? Math.max(d.confidence(), 0.4) : 0.4;
+    String headline;
+    if (ranks.isEmpty() && hosts.isEmpty()) {
+      headline = "NCCL RAS shows ranks behind their peers in launched collectives (" + brief(lag.get(0)) + "): the "
+          + "ranks behind never issued the next collective (CPU side); the ranks ahead wait for them.";
+    } else {
+      String who = ranks.isEmpty() ? "Processes on " + String.join(", ", hosts)
+          : Wording.capitalize(Wording.who(ranks)) + (hosts.isEmpty() ? "" : " (" + String.join(", ", hosts) + ")");
+      boolean one = ranks.size() == 1;
+      headline = who + " launched fewer collectives than " + (one ? "its" : "their") + " peers (" + brief(lag.get(0))
+          + "): " + (one ? "it" : "they") + " never issued the next collective (CPU side); " + (one ? "its" : "their")
+          + " peers wait for " + (one ? "it." : "them.");
+    }
+    String recommendation = ranks.isEmpty() && hosts.isEmpty()
+        ? "Query RAS again (ncclras): counts that stay put confirm the stall. The ranks behind are those RAS does not "
+            + "list as ahead; inspect one's Python stack (py-spy dump --pid PID) for what it is blocked on instead of "
+            + "the collective: data loading, a lock, I/O, or a code path only some ranks take."
+        : Wording.recommendation(Symptom.CPU_STALL);
+    return rewrite(d, Verdict.HANG, Symptom.CPU_STALL, ranks, hosts, confidence, headline,
+        quote(Evidence.Kind.LAUNCH_LAG, lag, job), recommendation);
+  }
+
+  /**
+   * A completion error towards a named peer that cannot tell the peer's death from the path's failure: both make
+   * the transfer fail the same way. It is evidence that something broke between two hosts, not a verdict.
+   */
+  private static Diagnosis peerPathError(Diagnosis d, JobEvidence job, List<ContextFinding> peerPath) {
+    ContextFinding first = peerPath.get(0);
+    String peer = first.getPeer().isEmpty() ? "" : peerHost(first.getPeer());
+    String from = first.getHost().isEmpty() ? "" : " from " + first.getHost();
+    String missing = "whether the process on " + (peer.isEmpty() ? "the peer" : peer) + " died (its own log, the "
+        + "launcher's exit lines, the kernel log's OOM killer) or the network path between the hosts failed (the "
+        + "network's error counters), and the ranks' watchdog lines or Flight Recorder dumps";
+    Diagnosis out = rewrite(d, Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), 0.3,
+        "A transfer" + from + (peer.isEmpty() ? "" : " to " + peer) + " failed (" + brief(first) + "), which does not "
+            + "tell a dead peer from a network fault.", quote(Evidence.Kind.PEER_PATH_ERROR, peerPath, job),
+        "Look at " + (peer.isEmpty() ? "the peer" : peer) + ": whether its process died (its log, the launcher's exit "
+            + "lines, dmesg for the OOM killer); if it lived, check the network path between the hosts (the NICs' "
+            + "error counters, the provider's logs). The ranks' watchdog lines or Flight Recorder dumps show where "
+            + "the job stands.");
+    return withMissing(out, missing);
+  }
+
+  private static List<Evidence> withFallout(List<Evidence> first, List<Evidence> fallout) {
+    List<Evidence> out = new ArrayList<>(first);
+    out.addAll(fallout);
+    return out;
+  }
+
+  /** {@code d} with one more line saying what is missing to decide. */
+  private static Diagnosis withMissing(Diagnosis d, String missing) {
+    List<Evidence> evidence = new ArrayList<>(d.evidence());
+    evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), missing));
+    return new Diagnosis(d.verdict(), d.symptom(), d.culpritRanks(), d.culpritHosts(), d.collective(),
+        d.confidence(), evidence, d.culprits(), d.stuck(), d.rankStates(), d.headline(), d.recommendation(),
+        d.stuckSinceNs());
+  }
+
+  /** "Rank 6 (node-b)", "Process 90738 on 172.19.24.110", "Processes 1, 2 on h1, h2", "A process of the job". */
+  private static String processes(List<ContextFinding> died, List<Integer> ranks, List<String> hosts) {
+    String on = hosts.isEmpty() ? "" : (ranks.isEmpty() ? " on " : " (") + String.join(", ", hosts)
+        + (ranks.isEmpty() ? "" : ")");
+    if (!ranks.isEmpty()) {
+      return Wording.capitalize(Wording.who(ranks)) + on;
+    }
+    List<String> pids = died.stream().filter(f -> f.getPid() > 0).map(f -> Long.toString(f.getPid())).distinct()
+        .toList();
+    if (pids.isEmpty()) {
+      return hosts.isEmpty() ? "A process of the job" : "A process" + on;
+    }
+    return (pids.size() == 1 ? "Process " : "Processes ") + String.join(", ", pids) + on;
+  }
+
+  private static String hostOf(JobEvidence job, int rank) {
+    return job.ranks().stream().filter(r -> r.rank() == rank).map(r -> r.identity().getHostname()).findFirst()
+        .orElse("");
   }
 
   private static boolean involves(Diagnosis d, List<Integer> ranks) {
@@ -174,7 +384,11 @@ final class ContextRules {
     return out;
   }
 
-  /** The ranks findings are about: stated, or found by host and CUDA device among the ranks' identities. */
+  /**
+   * The ranks findings are about: stated, or found among the ranks' identities on the finding's host by CUDA
+   * device, process id or GPU bus id (the driver prints "0000:dc:00", a rank's identity "0000:dc:00.0"). A pid or
+   * bus id is only unique on one host, so a finding without a host maps to no rank by them.
+   */
   static List<Integer> ranksOf(List<ContextFinding> findings, JobEvidence job) {
     Set<Integer> out = new TreeSet<>();
     for (ContextFinding f : findings) {
@@ -182,11 +396,15 @@ final class ContextRules {
         out.add(f.getRank());
         continue;
       }
-      if (f.getDevice() < 0) {
-        continue;
-      }
+      String bus = f.getGpuBusId().toLowerCase(Locale.ROOT);
       for (RankEvidence r : job.ranks()) {
-        if (r.identity().getHostname().equals(f.getHost()) && r.identity().getCudaDevice() == f.getDevice()) {
+        RankIdentity id = r.identity();
+        if (f.getHost().isEmpty() || !id.getHostname().equals(f.getHost())) {
+          continue;
+        }
+        if (f.getDevice() >= 0 && id.getCudaDevice() == f.getDevice()
+            || f.getPid() > 0 && id.getPid() == f.getPid()
+            || !bus.isEmpty() && id.getGpuBusId().toLowerCase(Locale.ROOT).startsWith(bus)) {
           out.add(r.rank());
         }
       }

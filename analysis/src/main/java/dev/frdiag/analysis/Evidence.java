@@ -20,9 +20,10 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
    * The sorts of fact, each written in reports as its {@linkplain #wire() wire name}: from the ranks' records
    * "rank_lost", "not_issued", "not_started", "completion_lag", "waiting", "all_started_none_completed",
    * "all_issued_none_completed", "no_snapshot", "signature_mismatch", "also_held_up", "cascade", "ran_ahead",
-   * "insufficient", "rank_event", "sequence_mismatch"; from the nodes' NCCL logs and InfiniBand counters "gpu_fault",
-   * "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged", "quiet_counters";
-   * about the inputs "sources".
+   * "insufficient", "rank_event", "sequence_mismatch"; from the nodes' NCCL logs and InfiniBand counters
+   * "gpu_fault", "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged",
+   * "quiet_counters"; from kernel logs, launchers and NCCL RAS reports "gpu_xid", "process_died", "launch_lag",
+   * "ras_consistent", "peer_path_error"; about the inputs "sources".
    */
   public enum Kind {
     /** A member is gone (lost, unresponsive, or sent nothing) while its peers wait on it. */
@@ -71,6 +72,16 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
     NO_FAILURE_LOGGED("no_failure_logged"),
     /** No InfiniBand error counter moved during the hang. */
     QUIET_COUNTERS("quiet_counters"),
+    /** A GPU fault the NVIDIA driver logged in a node's kernel log (Xid). */
+    GPU_XID("gpu_xid"),
+    /** A process of the job that died from outside or crashed (signal, OOM killer, launcher, NCCL RAS). */
+    PROCESS_DIED("process_died"),
+    /** NCCL RAS: ranks that launched fewer collectives than their peers. */
+    LAUNCH_LAG("launch_lag"),
+    /** NCCL RAS: every rank at the same collective counts, no process missing, no error. */
+    RAS_CONSISTENT("ras_consistent"),
+    /** A completion error towards a peer that does not tell a dead peer from a fabric fault. */
+    PEER_PATH_ERROR("peer_path_error"),
     /** Which ranks were read from their recorded ring and which only from the lines they printed. */
     SOURCES("sources");
 

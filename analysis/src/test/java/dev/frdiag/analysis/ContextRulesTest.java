@@ -257,6 +257,237 @@ class ContextRulesTest {
     assertThat(notes.get(ContextRules.QUOTED).detail()).isEqualTo("2 more note findings");
   }
 
+  @Test
+  void aWarnQuotedWithoutItsHostNamesTheLinkByItsPeer() {
+    Diagnosis out = ContextRules.apply(undecided(), logsOnly(node("",
+        finding(ContextFinding.Kind.LINK_FAULT, "", -1, -1, "", 0, "11.214.147.122<39138>",
+            "transport retry counter exceeded (status 12 RETRY_EXC_ERR, vendor err 129): the NIC of the reporting "
+                + "host got no ACK from 11.214.147.122; the link, a switch or RoCE routing between them is the "
+                + "lead: \"Last error: NET/IB : Got completion from peer 11.214.147.122<39138> with error 12\"",
+            "log:1"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(out.symptom()).isEqualTo(Symptom.FABRIC);
+    assertThat(out.culpritHosts()).containsExactly("11.214.147.122");
+    assertThat(out.headline()).startsWith("The link to peer 11.214.147.122 failed (transport retry counter");
+  }
+
+  @Test
+  void aDeadProcessOutranksTheNetworkErrorsItsPeersLog() {
+    Diagnosis out = ContextRules.apply(undecided(), logsOnly(
+        node("", died("172.19.24.110", -1, 90738, "a Ray worker died or was killed (SYSTEM_ERROR)")),
+        node("", finding(ContextFinding.Kind.LINK_FAULT, "", -1, -1, "", 0, "172.19.24.111<4711>",
+            "transport retry counter exceeded (status 12)", "log:3")),
+        node("", finding(ContextFinding.Kind.DEAD_PEER, "", -1, -1, "", 0, "172.19.24.111<4712>",
+            "connection reset", "log:4"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(out.symptom()).isEqualTo(Symptom.DEAD_RANK);
+    assertThat(out.culpritRanks()).isEmpty();
+    assertThat(out.culpritHosts()).containsExactly("172.19.24.110");
+    // No rank is known: a log line about some process, weak.
+    assertThat(out.confidence()).isEqualTo(0.4);
+    assertThat(out.headline()).isEqualTo("Process 90738 on 172.19.24.110 died (a Ray worker died or was killed "
+        + "(SYSTEM_ERROR)): a process of the job went away; the network errors its peers log follow from it.");
+    assertThat(out.evidence().get(0)).isEqualTo(new Evidence(Evidence.Kind.PROCESS_DIED, List.of(),
+        "172.19.24.110: a Ray worker died or was killed (SYSTEM_ERROR) [log:1]"));
+    assertThat(out.evidence()).extracting(Evidence::kind).contains(Evidence.Kind.LINK_FAULT,
+        Evidence.Kind.DEAD_PEER).doesNotContain(Evidence.Kind.INSUFFICIENT);
+    assertThat(out.recommendation()).isEqualTo(Wording.recommendation(Symptom.DEAD_RANK));
+  }
+
+  @Test
+  void aDeadProcessWhoseRankIsKnownIsTheCulpritOfAFabricVerdict() {
+    Diagnosis out = ContextRules.apply(fabric(), job(node("node-b",
+        died("node-b", 6, 4242, "killed by signal 9 (SIGKILL)"))));
+
+    assertThat(out.symptom()).isEqualTo(Symptom.DEAD_RANK);
+    assertThat(out.culpritRanks()).containsExactly(6);
+    assertThat(out.culpritHosts()).containsExactly("node-b");
+    assertThat(out.confidence()).isEqualTo(0.7);
+    assertThat(out.headline()).startsWith("Rank 6 (node-b) died (killed by signal 9 (SIGKILL)):");
+  }
+
+  @Test
+  void aDeadProcessOfAnotherRankDoesNotOverrideACpuStall() {
+    Diagnosis d = cpuStall(5);
+    Diagnosis out = ContextRules.apply(d, job(node("node-a", died("node-a", 2, 4242, "killed by the OOM killer"))));
+
+    assertThat(out.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(out.culpritRanks()).containsExactly(5);
+    assertThat(out.evidence()).extracting(Evidence::kind).endsWith(Evidence.Kind.PROCESS_DIED);
+  }
+
+  @Test
+  void aDeviceXidOnTheGpuOfARankMakesItTheGpuCulprit() {
+    Diagnosis out = ContextRules.apply(undecided(), jobWithBusIds(node("node-b",
+        xid(ContextFinding.Kind.XID_DEVICE_FAULT, "node-b", 0, "0000:DC:00",
+            "Xid 149 (NVLink NETIR error) on GPU 0000:dc:00"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(out.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(out.culpritRanks()).containsExactly(5);
+    assertThat(out.culpritHosts()).containsExactly("node-b");
+    assertThat(out.confidence()).isEqualTo(0.85);
+    assertThat(out.headline()).isEqualTo("Rank 5 (node-b): the NVIDIA driver logged a fault of its GPU (Xid 149 "
+        + "(NVLink NETIR error) on GPU 0000:dc:00): GPU fault; network errors its peers log are consequences.");
+    assertThat(out.evidence().get(0).kind()).isEqualTo(Evidence.Kind.GPU_XID);
+    assertThat(out.evidence().get(0).ranks()).containsExactly(5);
+  }
+
+  @Test
+  void anApplicationXidOnTheGpuOfARankIsAWeakerGpuStall() {
+    Diagnosis out = ContextRules.apply(undecided(), jobWithBusIds(node("node-b",
+        xid(ContextFinding.Kind.XID_APPLICATION_FAULT, "node-b", 4343, "0000:1b:00",
+            "Xid 31 (GPU memory page fault) on GPU 0000:1b:00 of python3 (pid 4343)"))));
+
+    assertThat(out.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(out.culpritRanks()).containsExactly(4);
+    assertThat(out.confidence()).isEqualTo(0.7);
+    assertThat(out.headline()).contains("fault in its own GPU work (Xid 31");
+  }
+
+  @Test
+  void aDeviceXidNoRankMapsToIsInsufficientEvidenceOfAGpuStall() {
+    Diagnosis out = ContextRules.apply(undecided(), logsOnly(node("",
+        xid(ContextFinding.Kind.XID_DEVICE_FAULT, "", 1818990, "0000:dc:00",
+            "Xid 149 (NVLink NETIR error) on GPU 0000:dc:00, used by python3 (pid 1818990)"),
+        xid(ContextFinding.Kind.XID_DEVICE_FAULT, "", 1818992, "0000:ed:00",
+            "Xid 145 (NVLink RLW error) on GPU 0000:ed:00, used by python3 (pid 1818992)"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(out.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(out.culpritRanks()).isEmpty();
+    assertThat(out.confidence()).isEqualTo(0.4);
+    assertThat(out.headline()).isEqualTo("The NVIDIA driver logged GPU faults (Xid 149 (NVLink NETIR error) on GPU "
+        + "0000:dc:00, used by python3 (pid 1818990)) on GPUs 0000:dc:00, 0000:ed:00 of processes 1818990, 1818992, "
+        + "but nothing here says which ranks ran there.");
+    assertThat(out.evidence()).extracting(Evidence::kind).containsExactly(Evidence.Kind.GPU_XID,
+        Evidence.Kind.GPU_XID, Evidence.Kind.INSUFFICIENT);
+    assertThat(out.recommendation()).contains("pids 1818990, 1818992");
+  }
+
+  @Test
+  void aXidNoRankMapsToDoesNotOverrideADecidedVerdict() {
+    Diagnosis d = cpuStall(5);
+    Diagnosis out = ContextRules.apply(d, job(node("node-c",
+        xid(ContextFinding.Kind.XID_DEVICE_FAULT, "node-c", 77, "0000:dc:00", "Xid 79 (fallen off the bus)"))));
+
+    assertThat(out.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(out.culpritRanks()).containsExactly(5);
+    assertThat(out.evidence()).extracting(Evidence::kind).endsWith(Evidence.Kind.GPU_XID);
+  }
+
+  @Test
+  void ranksBehindInLaunchedCollectivesAreHostSideStragglersEvenUnnamed() {
+    Diagnosis out = ContextRules.apply(undecided(), logsOnly(node("", finding(ContextFinding.Kind.LAUNCH_LAG, "",
+        -1, -1, "", 0, "", "30 ranks launched up to AllGather 640 while ranks 12, 13 launched 641", "ras:21"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(out.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(out.culpritRanks()).isEmpty();
+    assertThat(out.culpritHosts()).isEmpty();
+    assertThat(out.confidence()).isEqualTo(0.4);
+    assertThat(out.headline()).isEqualTo("NCCL RAS shows ranks behind their peers in launched collectives (30 ranks "
+        + "launched up to AllGather 640 while ranks 12, 13 launched 641): the ranks behind never issued the next "
+        + "collective (CPU side); the ranks ahead wait for them.");
+    assertThat(out.evidence()).extracting(Evidence::kind).containsExactly(Evidence.Kind.LAUNCH_LAG);
+  }
+
+  @Test
+  void namedLaggardsAreTheCulpritsOfAnInferredCpuStall() {
+    Diagnosis ranAhead = diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(), 0.5);
+    Diagnosis out = ContextRules.apply(ranAhead, job(node("node-b", finding(ContextFinding.Kind.LAUNCH_LAG,
+        "node-b", 6, 2, "", 0, "", "7 ranks launched up to AllReduce 64 while rank 6 launched 60", "ras:9"))));
+
+    assertThat(out.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(out.culpritRanks()).containsExactly(6);
+    assertThat(out.culpritHosts()).containsExactly("node-b");
+    assertThat(out.confidence()).isEqualTo(0.5);
+  }
+
+  @Test
+  void aConsistentRasReportRefutesACpuStallInferredWithoutCulprit() {
+    Diagnosis ranAhead = diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(), 0.5);
+    Diagnosis out = ContextRules.apply(ranAhead, job(node("", finding(ContextFinding.Kind.RAS_CONSISTENT, "", -1,
+        -1, "", 0, "", "NCCL RAS: 1 communicator of 256 ranks RUNNING, OK", "ras:12"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(out.symptom()).isEqualTo(Symptom.UNKNOWN);
+    assertThat(out.confidence()).isEqualTo(0.3);
+    assertThat(out.evidence().get(0)).isEqualTo(new Evidence(Evidence.Kind.RAS_CONSISTENT, List.of(),
+        "NCCL RAS: 1 communicator of 256 ranks RUNNING, OK [ras:12]"));
+    assertThat(out.evidence()).extracting(Evidence::kind).endsWith(Evidence.Kind.INSUFFICIENT);
+    assertThat(out.headline()).startsWith("NCCL RAS shows every rank at the same collective counts");
+
+    // A CPU stall whose culprit's own counters lack the collective stands; the report is context.
+    Diagnosis cpu = cpuStall(5);
+    Diagnosis kept = ContextRules.apply(cpu, job(node("", finding(ContextFinding.Kind.RAS_CONSISTENT, "", -1,
+        -1, "", 0, "", "RUNNING, OK", "ras:12"))));
+    assertThat(kept.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(kept.evidence()).extracting(Evidence::kind).endsWith(Evidence.Kind.RAS_CONSISTENT);
+  }
+
+  @Test
+  void aConsistentRasReportNeverTurnsATimeoutIntoNoHang() {
+    Diagnosis out = ContextRules.apply(undecided(), logsOnly(node("", finding(ContextFinding.Kind.RAS_CONSISTENT,
+        "", -1, -1, "", 0, "", "RUNNING, OK", "ras:12"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(out.symptom()).isEqualTo(Symptom.UNKNOWN);
+    assertThat(out.evidence()).extracting(Evidence::kind).contains(Evidence.Kind.RAS_CONSISTENT);
+  }
+
+  @Test
+  void aCompletionErrorThatCannotTellADeadPeerFromTheFabricIsInsufficientAndSaysWhatToCollect() {
+    Diagnosis out = ContextRules.apply(undecided(), logsOnly(node("i-0db7083f3fcbebb65",
+        finding(ContextFinding.Kind.PEER_PATH_ERROR, "i-0db7083f3fcbebb65", -1, -1, "", 0, "i-0ce6d3d57139f053c",
+            "EFA completion error towards peer host i-0ce6d3d57139f053c (err 5: Invalid address)", "log:1"))));
+
+    assertThat(out.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(out.symptom()).isEqualTo(Symptom.UNKNOWN);
+    assertThat(out.confidence()).isEqualTo(0.3);
+    assertThat(out.culpritHosts()).isEmpty();
+    assertThat(out.evidence()).extracting(Evidence::kind).containsExactly(Evidence.Kind.PEER_PATH_ERROR,
+        Evidence.Kind.INSUFFICIENT);
+    assertThat(out.headline()).isEqualTo("A transfer from i-0db7083f3fcbebb65 to i-0ce6d3d57139f053c failed (EFA "
+        + "completion error towards peer host i-0ce6d3d57139f053c (err 5: Invalid address)), which does not tell a "
+        + "dead peer from a network fault.");
+    assertThat(out.recommendation()).contains("i-0ce6d3d57139f053c");
+  }
+
+  private static Diagnosis undecided() {
+    return new Diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), null, 0.3,
+        List.of(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), "no rank's records, dump or watchdog line")),
+        List.of(), List.of(), List.of(), "Nothing here says how the ranks stand.", "Collect more evidence.", 0);
+  }
+
+  private static JobEvidence logsOnly(NodeContext... context) {
+    return new JobEvidence("job", 1, List.of(), 0, Duration.ofSeconds(1), List.of(context));
+  }
+
+  /** {@link #job} whose ranks also name their pids (100 + rank) and GPUs (0000:1b:00.0 … by device). */
+  private static JobEvidence jobWithBusIds(NodeContext... context) {
+    List<RankEvidence> ranks = new ArrayList<>();
+    String[] bus = {"0000:1b:00.0", "0000:dc:00.0", "0000:ba:00.0", "0000:97:00.0"};
+    for (int r = 0; r < WORLD; r++) {
+      ranks.add(new RankEvidence(r, RankIdentity.newBuilder().setGlobalRank(r).setHostname(r < 4 ? "node-a"
+          : "node-b").setCudaDevice(r % 4).setPid(4339 + r).setGpuBusId(bus[r % 4]).build(), Liveness.ALIVE,
+          true, "", List.of(), List.of(), List.of(), List.of(), Map.of()));
+    }
+    return new JobEvidence("job", WORLD, ranks, 0, Duration.ofSeconds(1), List.of(context));
+  }
+
+  private static ContextFinding died(String host, int rank, int pid, String detail) {
+    return ContextFinding.newBuilder().setKind(ContextFinding.Kind.PROCESS_DIED).setHost(host).setRank(rank)
+        .setDevice(-1).setPid(pid).setDetail(detail).setSource("log:1").build();
+  }
+
+  private static ContextFinding xid(ContextFinding.Kind kind, String host, int pid, String bus, String detail) {
+    return ContextFinding.newBuilder().setKind(kind).setHost(host).setRank(-1).setDevice(-1).setPid(pid)
+        .setGpuBusId(bus).setDetail(detail).setSource("kern.log:1").build();
+  }
+
   private static Diagnosis cpuStall(int culprit) {
     return diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(culprit), 0.9);
   }

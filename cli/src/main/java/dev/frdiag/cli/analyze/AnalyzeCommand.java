@@ -4,7 +4,9 @@ import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.cli.ExitCode;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.ContextFindings;
+import dev.frdiag.readers.context.NodeLogs;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclLogParser;
 import dev.frdiag.readers.nccl.NotAnNcclLogException;
@@ -45,14 +47,17 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code fr-diagnose analyze <path>...}: the daemon's diagnosis, offline, from whatever a user has after a hang —
- * folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training logs with watchdog lines.
+ * folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training logs with watchdog lines, kernel
+ * logs with Xid lines, launcher output and NCCL RAS reports.
  */
 @Command(name = "analyze", mixinStandardHelpOptions = true,
-    description = {"Diagnoses a hang offline from Flight Recorder dumps (pickle or JSON), NCCL_DEBUG logs and "
-        + "training logs. Each file's kind is detected from its content.",
+    description = {"Diagnoses a hang offline from Flight Recorder dumps (pickle or JSON), NCCL_DEBUG logs, "
+        + "training and launcher logs, kernel logs (Xid) and NCCL RAS reports. Each file's kind is detected from its "
+        + "content.",
         "A file that cannot be read is reported on stderr and the rest are still analysed."})
 public final class AnalyzeCommand implements Callable<Integer> {
-  @Parameters(arity = "1..*", paramLabel = "PATH", description = "Dump folders, dump files, NCCL logs, training logs.")
+  @Parameters(arity = "1..*", paramLabel = "PATH",
+      description = "Dump folders, dump files, NCCL logs, training logs, kernel logs.")
   List<Path> paths;
 
   @Option(names = "--prefix", description = "Dump file name prefix before the rank (when a folder holds several).")
@@ -124,8 +129,7 @@ public final class AnalyzeCommand implements Callable<Integer> {
         folder.files().forEach(f -> dumps.add(f.path()));
         try (Stream<Path> others = Files.list(path)) {
           for (Path f : others.filter(f -> !dumps.contains(f) && Files.isRegularFile(f)).sorted().toList()) {
-            InputKind kind = InputKind.of(f);
-            if (kind == InputKind.NCCL_LOG || kind == InputKind.TRAINING_LOG) {
+            if (InputKind.of(f).isLog()) {
               files.add(f);
             }
           }
@@ -147,7 +151,7 @@ public final class AnalyzeCommand implements Callable<Integer> {
                     .ifPresent(rank -> evidence.unreadable(rank, e.problem()));
               }
             }
-            case NCCL_LOG, TRAINING_LOG -> {
+            case NCCL_LOG, TRAINING_LOG, KERNEL_LOG -> {
               logFiles++;
               List<WatchdogLine> lines = WatchdogLogReader.read(file);
               evidence.add(lines);
@@ -155,11 +159,14 @@ public final class AnalyzeCommand implements Callable<Integer> {
               try {
                 NcclLog log = NcclLogParser.create().parse(file);
                 ContextFindings.nodes(job, log).forEach(evidence::add);
-                nccl = log.ncclLineCount() > 0 || !log.topologies().isEmpty();
+                nccl = log.ncclLineCount() > 0 || !log.topologies().isEmpty() || !log.events().isEmpty();
               } catch (NotAnNcclLogException e) {
-                // A training log without NCCL lines: its watchdog lines are all it offers.
+                // A training or kernel log without NCCL lines: its other lines are all it offers.
               }
-              if (lines.isEmpty() && !nccl) {
+              // Xid lines, launchers' and the kernel's reports of dead processes, NCCL RAS reports.
+              List<NodeContext> nodes = NodeLogs.read(job, file);
+              nodes.forEach(evidence::add);
+              if (lines.isEmpty() && !nccl && nodes.isEmpty()) {
                 notes.add(file + ": no PyTorch watchdog line and no NCCL line");
               }
             }

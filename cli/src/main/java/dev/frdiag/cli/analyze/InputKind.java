@@ -5,6 +5,7 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.regex.Pattern;
 
 /** What a file given to {@code fr-diagnose analyze} is, decided by its content, never by its name. */
 public enum InputKind {
@@ -14,13 +15,18 @@ public enum InputKind {
   JSON_DUMP,
   /** An NCCL_DEBUG log (possibly interleaved with anything else). */
   NCCL_LOG,
-  /** A training log holding PyTorch ProcessGroupNCCL watchdog lines. */
+  /** A training log holding PyTorch ProcessGroupNCCL watchdog lines, or a launcher's report of a dead process. */
   TRAINING_LOG,
+  /** A kernel log (dmesg, journal, syslog) holding the NVIDIA driver's Xid lines or the OOM killer's. */
+  KERNEL_LOG,
   /** None of the above. */
   UNKNOWN;
 
   /** How much of a text file is sniffed: enough for banners and first warnings, cheap for huge logs. */
   static final int SNIFF_BYTES = 256 * 1024;
+
+  /** libfabric's log line prefix, {@code libfabric:PID:SECONDS::}. */
+  private static final Pattern LIBFABRIC = Pattern.compile("libfabric:\\d+:\\d+::");
 
   /**
    * Sniffs {@code file}.
@@ -48,17 +54,27 @@ public enum InputKind {
         || text.contains("\"pg_status\""))) {
       return JSON_DUMP;
     }
+    // NCCL's own lines, its network plugins' (libfabric, AWS OFI) and its RAS status reports.
     boolean nccl = text.contains(" NCCL INFO ") || text.contains(" NCCL WARN ") || text.contains("NCCL version ")
-        || text.contains("=== System : maxBw");
-    // What PyTorch's distributed layer prints about a rank: watchdog lines, its collective checker, CUDA errors.
+        || text.contains("=== System : maxBw") || text.contains("NET/OFI") || LIBFABRIC.matcher(text).find()
+        || text.contains("Job summary") && text.contains("Communicators...");
+    // What PyTorch's distributed layer prints about a rank: watchdog lines, its collective checker, CUDA errors;
+    // and what launchers print about a process of the job that died.
     boolean watchdog = text.contains("ProcessGroupNCCL") || text.contains("WorkNCCL(")
         || text.contains("Detected mismatch between collectives") || text.contains("CollectiveFingerPrint(")
         || text.contains("CUDA error: ")
-        || text.contains("CUDA out of memory");
+        || text.contains("CUDA out of memory") || text.contains("ChildFailedError")
+        || text.contains(") received by PID") || text.contains("A worker died or was killed");
+    boolean kernel = text.contains("NVRM: Xid") || text.contains("Killed process") && text.contains("ut of memory");
     if (nccl) {
       return NCCL_LOG;
     }
-    return watchdog ? TRAINING_LOG : UNKNOWN;
+    return watchdog ? TRAINING_LOG : kernel ? KERNEL_LOG : UNKNOWN;
+  }
+
+  /** Whether the files {@code analyze} reads as logs. */
+  boolean isLog() {
+    return this == NCCL_LOG || this == TRAINING_LOG || this == KERNEL_LOG;
   }
 
   private static boolean binary(byte[] head) {

@@ -2,12 +2,16 @@ package dev.frdiag.readers.context;
 
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
+import dev.frdiag.readers.exit.ProcessExit;
 import dev.frdiag.readers.ib.IbFinding;
 import dev.frdiag.readers.ib.IbWindow;
+import dev.frdiag.readers.kernel.XidKind;
+import dev.frdiag.readers.kernel.XidLine;
 import dev.frdiag.readers.nccl.NcclEvent;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclRank;
 import dev.frdiag.readers.nccl.NcclTopology;
+import dev.frdiag.readers.ras.RasReport;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,8 +19,9 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Reduces what the NCCL log parser and the InfiniBand counter window found to the wire's {@link ContextFinding}s,
- * grouped per node, so the diagnosis weighs them without knowing either parser.
+ * Reduces what the readers found (NCCL logs, InfiniBand counter windows, kernel Xid lines, process exits, NCCL RAS
+ * reports) to the wire's {@link ContextFinding}s, grouped per node, so the diagnosis weighs them without knowing
+ * any parser.
  */
 public final class ContextFindings {
   /** Lead events kept per log: the first few by cause say all a verdict needs. */
@@ -37,6 +42,7 @@ public final class ContextFindings {
         case NODE_NETWORK -> ContextFinding.Kind.LOCAL_NIC_FAULT;
         case FABRIC -> ContextFinding.Kind.LINK_FAULT;
         case DEAD_PEER -> ContextFinding.Kind.DEAD_PEER;
+        case PEER_PATH -> ContextFinding.Kind.PEER_PATH_ERROR;
         default -> null;
       };
       if (kind == null) {
@@ -124,6 +130,159 @@ public final class ContextFindings {
       out.add(node.build());
     }
     return out;
+  }
+
+  /**
+   * The findings of a kernel log's Xid lines, one per GPU, fault and process. A cleanup (Xid 45) counts as the
+   * fault it names. A device or application fault counts only on a GPU the log shows a process using (a pid on
+   * any of that GPU's lines): a fault on a GPU no process used may not be the job's, so it is only a note.
+   */
+  public static List<ContextFinding> fromXids(List<XidLine> lines) {
+    Map<String, XidLine> withProcess = new TreeMap<>();
+    for (XidLine x : lines) {
+      if (x.pid() > 0) {
+        withProcess.putIfAbsent(x.host() + "|" + x.pciBusId(), x);
+      }
+    }
+    Map<String, ContextFinding> out = new java.util.LinkedHashMap<>();
+    for (XidLine x : lines) {
+      XidKind kind = XidKind.of(x.cause());
+      if (kind != XidKind.DEVICE && kind != XidKind.APPLICATION) {
+        continue;
+      }
+      XidLine user = x.pid() > 0 ? x : withProcess.get(x.host() + "|" + x.pciBusId());
+      String key = x.host() + "|" + x.pciBusId() + "|" + x.cause() + "|" + (user == null ? -1 : user.pid());
+      if (out.containsKey(key)) {
+        continue;
+      }
+      String what = XidKind.describe(x.cause()) + " on GPU " + x.pciBusId();
+      String why = x.cause() != x.xid() ? ", as its Xid " + x.xid() + " cleanup names it" : "";
+      ContextFinding.Builder f = ContextFinding.newBuilder().setHost(x.host()).setRank(-1).setDevice(-1)
+          .setGpuBusId(x.pciBusId()).setSource(x.source());
+      if (user == null) {
+        out.put(key, f.setKind(ContextFinding.Kind.NOTE).setDetail(what + why + "; no process is named on that GPU,"
+            + " so it may not be the job's: \"" + x.text() + "\"").build());
+        continue;
+      }
+      String used = ", used by " + (user.process().isEmpty() ? "" : user.process() + " ") + "(pid " + user.pid() + ")";
+      out.put(key, f.setKind(kind == XidKind.DEVICE ? ContextFinding.Kind.XID_DEVICE_FAULT
+          : ContextFinding.Kind.XID_APPLICATION_FAULT).setPid(user.pid())
+          .setDetail(what + used + why + ": \"NVRM: Xid (PCI:" + x.pciBusId() + "): " + x.xid() + ", " + x.text()
+              + "\"").build());
+    }
+    return List.copyOf(out.values());
+  }
+
+  /**
+   * The findings of processes that ended, one per process: those that died from outside or crashed
+   * ({@link ProcessExit#fromOutside}); exits that follow a failure (SIGABRT, SIGTERM) say nothing new. Of several
+   * reports of one process, the one that names the most (rank, host) is kept.
+   */
+  public static List<ContextFinding> fromExits(List<ProcessExit> exits) {
+    Map<String, ProcessExit> byProcess = new java.util.LinkedHashMap<>();
+    for (ProcessExit e : exits) {
+      if (!e.fromOutside()) {
+        continue;
+      }
+      String key = e.pid() > 0 ? Long.toString(e.pid()) : e.host() + "|" + e.source();
+      ProcessExit kept = byProcess.get(key);
+      if (kept == null || (kept.rank() < 0 && e.rank() >= 0) || (kept.host().isEmpty() && !e.host().isEmpty())) {
+        byProcess.put(key, kept == null ? e : new ProcessExit(e.kind(), e.host().isEmpty() ? kept.host() : e.host(),
+            e.pid(), e.rank() >= 0 ? e.rank() : kept.rank(), e.signal(), e.detail(), e.text(), e.source()));
+      }
+    }
+    List<ContextFinding> out = new ArrayList<>();
+    for (ProcessExit e : byProcess.values()) {
+      // Who died is in the finding's fields (host, pid, rank) and in the quoted line.
+      out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.PROCESS_DIED).setHost(e.host())
+          .setRank(e.rank()).setDevice(-1).setPid(Math.max(e.pid(), 0))
+          .setDetail(e.detail() + ": \"" + e.text() + "\"").setSource(e.source()).build());
+    }
+    return out;
+  }
+
+  /**
+   * The findings of NCCL RAS reports. Ranks behind in launched collectives become {@code LAUNCH_LAG}, one per
+   * rank RAS names, or one for the group when it names none (RAS lists only small groups); a rank number is the
+   * rank in the communicator, kept as the global rank only when the communicator spans the job. Processes RAS
+   * considers dead are {@code PROCESS_DIED}; a report with nothing wrong is {@code RAS_CONSISTENT}; missing data
+   * and other errors are notes.
+   */
+  public static List<ContextFinding> fromRas(List<RasReport> reports) {
+    List<ContextFinding> out = new ArrayList<>();
+    for (RasReport r : reports) {
+      for (RasReport.CountMismatch m : r.mismatches()) {
+        String detail = m.summary() + ": \"" + m.communicator() + " (" + m.commHash() + ") MISMATCH: Communicator "
+            + "ranks have different " + m.operation() + " operation counts\"";
+        boolean wholeJob = r.jobRanks() > 0 && r.communicators().stream().anyMatch(c -> c.group()
+            == group(m.communicator()) && c.ranksPerComm() == r.jobRanks());
+        List<RasReport.RasRank> named = new ArrayList<>();
+        boolean allNamed = true;
+        for (RasReport.LaunchCount c : m.behind()) {
+          named.addAll(c.listed());
+          allNamed &= c.listed().size() == c.ranks();
+        }
+        if (!allNamed || named.isEmpty()) {
+          out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.LAUNCH_LAG).setRank(-1).setDevice(-1)
+              .setDetail(detail).setSource(m.source()).build());
+          continue;
+        }
+        for (RasReport.RasRank rank : named) {
+          out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.LAUNCH_LAG).setHost(rank.node())
+              .setRank(wholeJob ? rank.rank() : -1).setDevice(leadingInt(rank.gpu())).setPid(Math.max(rank.pid(), 0))
+              .setDetail(detail).setSource(m.source()).build());
+        }
+      }
+      for (RasReport.RasProcess p : r.dead()) {
+        out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.PROCESS_DIED).setHost(p.node()).setRank(-1)
+            .setDevice(leadingInt(p.gpus())).setPid(p.pid()).setDetail("NCCL RAS considers process " + p.pid()
+                + " on " + p.node() + " (GPU " + p.gpus() + ") dead: unreachable over RAS's own network")
+            .setSource(r.source()).build());
+      }
+      for (RasReport.RasProcess p : r.missing()) {
+        out.add(note("NCCL RAS got no data from process " + p.pid() + " on " + p.node() + " (GPU " + p.gpus()
+            + "): unresponsive or gone", r.source()));
+      }
+      for (String problem : r.otherProblems()) {
+        out.add(note("NCCL RAS reports " + problem, r.source()));
+      }
+      if (r.consistent()) {
+        int comms = r.communicators().stream().mapToInt(RasReport.CommunicatorRow::comms).sum();
+        out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.RAS_CONSISTENT).setRank(-1).setDevice(-1)
+            .setDetail("NCCL RAS: " + comms + " communicator" + (comms == 1 ? "" : "s") + " over " + r.ranks()
+                + " ranks, all RUNNING with no error or mismatch: every process answered and every rank had "
+                + "launched as many collectives as its peers").setSource(r.source()).build());
+      }
+    }
+    return out;
+  }
+
+  /** The node contexts of findings, one per host they name (the empty host for those that name none). */
+  public static List<NodeContext> nodes(String jobId, List<ContextFinding> findings) {
+    Map<String, NodeContext.Builder> byHost = new TreeMap<>();
+    for (ContextFinding f : findings) {
+      byHost.computeIfAbsent(f.getHost(), h -> NodeContext.newBuilder().setJobId(jobId).setHostname(h))
+          .addFindings(f);
+    }
+    return byHost.values().stream().map(NodeContext.Builder::build).toList();
+  }
+
+  private static int group(String communicator) {
+    int dash = communicator.indexOf('-');
+    try {
+      return Integer.parseInt(communicator.substring(1, dash));
+    } catch (RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** "4" or "4 (5)" → 4; "0-7" → 0; -1 when it does not start with a number. */
+  private static int leadingInt(String s) {
+    int end = 0;
+    while (end < s.length() && end < 6 && Character.isDigit(s.charAt(end))) {
+      end++;
+    }
+    return end == 0 ? -1 : Integer.parseInt(s.substring(0, end));
   }
 
   private static ContextFinding note(String text, String source) {

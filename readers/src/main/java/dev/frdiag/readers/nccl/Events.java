@@ -32,6 +32,19 @@ final class Events {
         prefix.location(), peer, nic, ib, explanation));
   }
 
+  /**
+   * Counts an event of the current line that names its own host and process (a network plugin's line without an
+   * NCCL prefix), and keeps it while its kind is under the cap.
+   */
+  void add(NcclEventKind kind, FaultDomain domain, String host, int pid, String peer, String explanation) {
+    long count = counts.merge(kind, 1L, Long::sum);
+    if (count > maxPerKind) {
+      return;
+    }
+    kept.computeIfAbsent(kind, k -> new ArrayList<>()).add(new NcclEvent(kind, domain, null, host, pid, -1, -1,
+        prefix.lineNumber(), prefix.quote(), "", peer, "", null, explanation));
+  }
+
   /** The kept events in line order. */
   List<NcclEvent> inLineOrder() {
     List<NcclEvent> all = new ArrayList<>();

@@ -14,6 +14,11 @@ public enum FaultDomain {
   FABRIC,
   /** The peer process went away or stopped receiving: socket closed by the peer, RNR retries exhausted. */
   DEAD_PEER,
+  /**
+   * A transfer to a peer failed and the line cannot tell the peer's death from the path's failure: a network
+   * plugin's completion errors (libfabric EFA, AWS OFI).
+   */
+  PEER_PATH,
   /** A WARN the parser does not classify. */
   UNKNOWN,
   /** A consequence of another failure, never blamed: flushed work requests, error propagation, proxy failures. */

@@ -345,7 +345,8 @@ final class InitLines {
     if (init) {
       p.currentCommId = commId;
     } else {
-      events.add(NcclEventKind.TEARDOWN, FaultDomain.NOISE, "", "", null,
+      events.add(state == NcclRank.State.DESTROYED ? NcclEventKind.COMM_DESTROYED : NcclEventKind.TEARDOWN,
+          FaultDomain.NOISE, "", "", null,
           "communicator " + commId + " rank " + rank + ": " + what.toLowerCase(Locale.ROOT));
     }
   }

@@ -54,6 +54,7 @@ final class LinePrefix {
   private int locationEnd;
   private int noiseEnd;
   private LocalDateTime timestamp;
+  private int quoteStart;
 
   /** {@code maxHosts} bounds the host names interned; more are still read, only not shared. */
   LinePrefix(int maxHosts) {
@@ -62,15 +63,41 @@ final class LinePrefix {
 
   /**
    * Takes the next line, without its terminator, and returns whether it carries an NCCL prefix; only then do the
-   * prefix accessors describe it. {@code latin1} says the line was decoded byte for byte from ISO-8859-1 and must be
-   * re-decoded as UTF-8 when quoted.
+   * prefix accessors describe it (on other lines the host is empty and the numbers are -1). {@code latin1} says the
+   * line was decoded byte for byte from ISO-8859-1 and must be re-decoded as UTF-8 when quoted.
    */
   boolean next(String s, boolean latin1) {
     lineNumber++;
     this.line = s;
     this.latin1 = latin1;
+    quoteStart = 0;
     int m = s.indexOf(" NCCL ");
-    return m >= 0 && read(s, m);
+    if (m >= 0 && read(s, m)) {
+      return true;
+    }
+    unprefixed();
+    return false;
+  }
+
+  /**
+   * Forgets the previous line's prefix: a line without one (PyTorch quoting NCCL's last WARN, a network plugin's
+   * own line) must not be taken for a line of the last process that printed one.
+   */
+  private void unprefixed() {
+    host = "";
+    pid = -1;
+    tid = -1;
+    device = -1;
+    messageStart = line.length();
+    locationStart = -1;
+    locationEnd = -1;
+    noiseEnd = 0;
+    timestamp = null;
+  }
+
+  /** Quotes the current line from {@code start} on: the part of a long line that says what an event rests on. */
+  void quoteFrom(int start) {
+    quoteStart = Math.max(0, Math.min(start, line.length()));
   }
 
   /** The 1-based number of the current line; every line counts, prefixed or not. */
@@ -82,7 +109,7 @@ final class LinePrefix {
     return level;
   }
 
-  /** The host name, interned: equal hosts are the same instance. */
+  /** The host name, interned: equal hosts are the same instance; empty on a line without a prefix. */
   String host() {
     return host;
   }
@@ -120,9 +147,10 @@ final class LinePrefix {
     return locationStart >= 0 ? line.substring(locationStart, locationEnd).trim() : "";
   }
 
-  /** The current line as printed (UTF-8 restored), cut to NCCL's own buffer size. */
+  /** The current line as printed (UTF-8 restored) from {@link #quoteFrom}, cut to NCCL's own buffer size. */
   String quote() {
-    String quoted = latin1 ? new String(line.getBytes(StandardCharsets.ISO_8859_1), StandardCharsets.UTF_8) : line;
+    String from = quoteStart == 0 ? line : line.substring(quoteStart);
+    String quoted = latin1 ? new String(from.getBytes(StandardCharsets.ISO_8859_1), StandardCharsets.UTF_8) : from;
     return quoted.length() > MAX_QUOTE ? quoted.substring(0, MAX_QUOTE) : quoted;
   }
 

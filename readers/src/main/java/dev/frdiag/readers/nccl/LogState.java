@@ -13,9 +13,11 @@ import java.util.Map;
  * <p>Owns the per-process state and the communicators' ranks; {@link LinePrefix} lexes each line and this
  * dispatches the message, on its level and first characters, to the sub-parser it belongs to: {@link CollLines},
  * {@link InitLines}, {@link WarnLines} or {@link TopologyDumps}. Lines without an NCCL prefix are checked only for
- * a pasted topology dump, PyTorch's ProcessGroupNCCL lines and a version banner.
+ * the WARN PyTorch quotes after "Last error:", a network plugin's (libfabric's) completion errors, a pasted
+ * topology dump, PyTorch's ProcessGroupNCCL lines and a version banner.
  */
 final class LogState {
+  private static final String LAST_ERROR = "Last error:";
   private final String source;
   private final int maxEntries;
 
@@ -39,6 +41,8 @@ final class LogState {
   private long malformedLines;
   private long setupLines;
   private long troubleLines;
+  /** Set by a line ending in "Last error:": the next non-empty line is the WARN it quotes. */
+  private boolean lastErrorNext;
 
   LogState(String source, int maxEventsPerKind, int maxEntries) {
     this.source = source;
@@ -79,6 +83,8 @@ final class LogState {
   }
 
   private void prefixed(String s) {
+    // A prefixed line is NCCL's own: a "Last error:" with nothing after it quoted nothing.
+    lastErrorNext = false;
     if (prefix.timestamp() != null) {
       clues.atLeast(26, "a timestamp before the line prefix", prefix.lineNumber());
     } else if (prefix.level() == LinePrefix.Level.WARN) {
@@ -139,6 +145,16 @@ final class LogState {
     if (trouble(s)) {
       troubleLines++;
     }
+    // A quote that ends a ProcessGroupNCCL message is counted below, where that message's version is read.
+    if (lastError(s) && !s.contains("ProcessGroupNCCL")) {
+      recognizedLines++;
+      return;
+    }
+    int lf = s.indexOf("libfabric:");
+    if (lf >= 0 && warns.libfabric(s, lf)) {
+      recognizedLines++;
+      return;
+    }
     if (dumps.continuedPasted(s)) {
       recognizedLines++;
       return;
@@ -173,6 +189,47 @@ final class LogState {
         return;
       }
     }
+  }
+
+  /**
+   * Reads the WARN that PyTorch quotes after {@code Last error:}, on the same line or the next non-empty one, as
+   * the WARN line it is. ProcessGroupNCCL ends its NCCL errors with "Last error:\n" and {@code ncclGetLastError}
+   * (torch/csrc/distributed/c10d/NCCLUtils.cpp, {@code getNcclErrorDetailStr}), which is the message of the last
+   * WARN NCCL printed (src/debug.cc), without its prefix: the only trace of NCCL's error when NCCL_DEBUG was off.
+   * The line has no prefix, so the event names no host, process or device.
+   *
+   * @return whether the line held such a WARN
+   */
+  private boolean lastError(String s) {
+    int from;
+    if (lastErrorNext) {
+      if (s.isBlank()) {
+        return false;
+      }
+      lastErrorNext = false;
+      from = skipSpaces(s, 0);
+      prefix.quoteFrom(from);
+    } else {
+      int k = s.indexOf(LAST_ERROR);
+      if (k < 0) {
+        return false;
+      }
+      from = skipSpaces(s, k + LAST_ERROR.length());
+      if (from == s.length()) {
+        lastErrorNext = true;
+        return false;
+      }
+      prefix.quoteFrom(k);
+    }
+    warns.warn(s, from);
+    return true;
+  }
+
+  private static int skipSpaces(String s, int from) {
+    while (from < s.length() && Character.isWhitespace(s.charAt(from))) {
+      from++;
+    }
+    return from;
   }
 
   /**

@@ -62,6 +62,7 @@ public record NcclEvent(NcclEventKind kind, FaultDomain domain, LocalDateTime ti
       case NODE_NETWORK:
         return 1;
       case DEAD_PEER:
+      case PEER_PATH:
         return 2;
       case UNKNOWN:
         return 3;

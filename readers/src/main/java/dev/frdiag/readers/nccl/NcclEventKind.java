@@ -34,6 +34,14 @@ public enum NcclEventKind {
   OTHER_WARN,
   /** An NCCLCHECK line {@code file.cc:line -> N}: an error travelling up the call stack. */
   ERROR_PROPAGATION,
-  /** {@code Destroy COMPLETE}, {@code Abort COMPLETE}, {@code [Service thread] Connection closed by localRank N}. */
-  TEARDOWN
+  /** {@code Abort COMPLETE}, {@code [Service thread] Connection closed by localRank N}. */
+  TEARDOWN,
+  /** {@code comm 0x… rank R nranks N … - Destroy COMPLETE}: a communicator torn down cleanly. */
+  COMM_DESTROYED,
+  /**
+   * A completion error a network plugin reports towards a peer, e.g. libfabric's EFA provider
+   * ({@code efa_rdm_txe_handle_error … err: 5, message: Invalid address … Peer host id: i-…}) or the AWS OFI
+   * plugin ({@code NET/OFI Request … completed with error}).
+   */
+  NET_PLUGIN_COMPLETION_ERROR
 }

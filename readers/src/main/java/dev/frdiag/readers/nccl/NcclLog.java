@@ -133,16 +133,18 @@ public final class NcclLog {
     return bytes;
   }
 
-  /** Lines with an NCCL prefix ({@code host:pid:tid [dev] NCCL INFO|WARN|TRACE|CALL}). */
   /**
-   * True when the log shows NCCL setting its communicators up (Init COMPLETE, Connected all rings/trees, Destroy
-   * COMPLETE) and not one line that may report trouble: no WARN, and no error, exception, traceback, timeout or
+   * True when the log shows NCCL setting its communicators up or tearing them down cleanly (Init COMPLETE,
+   * Connected all rings/trees, Destroy COMPLETE) and not one line that may report trouble: no WARN, no event but
+   * clean destroys (an {@code Abort COMPLETE} is the error path), and no error, exception, traceback, timeout or
    * abort in a line that is not NCCL's. Positive evidence that nothing failed while the log was written.
    */
   public boolean showsHealthySetup() {
-    return setupLines > 0 && troubleLines == 0 && events.isEmpty();
+    return setupLines > 0 && troubleLines == 0
+        && eventCounts.keySet().stream().allMatch(k -> k == NcclEventKind.COMM_DESTROYED);
   }
 
+  /** Lines with an NCCL prefix ({@code host:pid:tid [dev] NCCL INFO|WARN|TRACE|CALL}). */
   public long ncclLineCount() {
     return ncclLines;
   }

@@ -4,6 +4,7 @@ import static dev.frdiag.readers.nccl.Ascii.allDigits;
 import static dev.frdiag.readers.nccl.Ascii.digits;
 import static dev.frdiag.readers.nccl.Ascii.isDigit;
 
+import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -22,6 +23,13 @@ final class WarnLines {
   private static final Pattern SOCKET_PEER =
       Pattern.compile("(?:Call to recv from|Call to send to|Connection closed by remote peer) (\\S+)");
   private static final Pattern QP_DEV = Pattern.compile("on dev (\\S+?),");
+  /** libfabric's log line: {@code libfabric:PID:SECONDS::PROVIDER:SUBSYSTEM:FUNCTION():LINE<LEVEL> MESSAGE}. */
+  private static final Pattern LIBFABRIC = Pattern.compile(
+      "libfabric:(\\d{1,10}):\\d+::(\\w+):\\w+:[\\w.]*\\(\\):\\d+<warn> err: (\\d+), message: (.*?)"
+          + "(?: My EFA addr: .*?)?(?: My host id: (\\S+))?(?: Peer EFA addr: (\\S+))?(?: Peer host id: (\\S+))?"
+          + "(?: \\((\\d+)\\))?\\s*");
+  private static final Pattern OFI_COMPLETION = Pattern.compile(
+      "NET/OFI Request (?:\\S+ )?completed with error\\. RC: (-?\\d+)\\. Error: (.*?)\\. Completed length.*");
 
   private final LinePrefix prefix;
   private final VersionClues clues;
@@ -43,9 +51,8 @@ final class WarnLines {
 
   /** Takes the WARN message at {@code ms}. */
   void warn(String s, int ms) {
-    String host = prefix.host();
-    int pid = prefix.pid();
-    int device = prefix.device();
+    String host = host();
+    String gpu = gpu();
     String msg = s.substring(ms);
     String location = prefix.location();
     boolean coreIb = location.contains("net_ib");
@@ -58,6 +65,15 @@ final class WarnLines {
       m = IB_ASYNC.matcher(msg);
       if (m.matches()) {
         ibAsync(m, coreIb);
+        return;
+      }
+    }
+    if (msg.startsWith("NET/OFI")) {
+      Matcher m = OFI_COMPLETION.matcher(msg);
+      if (m.matches()) {
+        // The AWS OFI plugin's completion error: libfabric failed a transfer. The line names no peer.
+        events.add(NcclEventKind.NET_PLUGIN_COMPLETION_ERROR, FaultDomain.PEER_PATH, "", "", null,
+            "AWS OFI completion error on " + host + " (RC " + m.group(1) + ": " + m.group(2) + ")");
         return;
       }
     }
@@ -84,17 +100,18 @@ final class WarnLines {
           "the proxy of another local rank went away: that rank most likely failed first");
     } else if (msg.startsWith("[Proxy Service") && msg.contains("Failed to execute operation")) {
       events.add(NcclEventKind.PROXY_FAILURE, FaultDomain.SECONDARY, "", "", null,
-          "a proxy operation failed on " + host + " [" + device + "]: a consequence of the error before it");
+          "a proxy operation failed on " + (prefix.pid() < 0 ? host : host + " [" + prefix.device() + "]")
+              + ": a consequence of the error before it");
     } else if (msg.startsWith("Cuda failure")) {
       Matcher m = CUDA_FAILURE.matcher(msg);
       String what = m.matches() ? m.group(2) : msg.substring(12).trim();
       String code = m.matches() && m.group(1) != null ? " " + m.group(1) : "";
       events.add(NcclEventKind.CUDA_FAILURE, FaultDomain.GPU, "", "", null,
           (what.equals("out of memory") ? "out of GPU memory" : "CUDA error" + code + " '" + what + "'")
-              + " on GPU " + device + " of " + host + " (pid " + pid + ")");
+              + " on " + gpu);
     } else if (msg.startsWith("Failed to CUDA calloc")) {
       events.add(NcclEventKind.CUDA_ALLOC_FAILED, FaultDomain.GPU, "", "", null,
-          "out of GPU memory on GPU " + device + " of " + host + " (pid " + pid + ") while NCCL allocated "
+          "out of GPU memory on " + gpu + " while NCCL allocated "
               + msg.substring(21).trim());
     } else if (msg.startsWith("Failed to bind NVLink SHARP")) {
       events.add(NcclEventKind.NVLS_BIND_FAILED, FaultDomain.GPU, "", "", null,
@@ -123,6 +140,33 @@ final class WarnLines {
     }
   }
 
+  /**
+   * Takes a line of libfabric's own log at {@code at} (the network plugin's provider, e.g. EFA), if it reports a
+   * completion error. The EFA provider names both ends by EC2 instance id ("My host id", "Peer host id"), so the
+   * event names the reporting host by it. A failed completion towards a peer looks the same whether the peer's
+   * process is gone (its endpoint destroyed) or the path to it failed, hence {@link FaultDomain#PEER_PATH}.
+   * Returns whether the line was one.
+   */
+  boolean libfabric(String s, int at) {
+    Matcher m = LIBFABRIC.matcher(s).region(at, s.length());
+    if (!m.matches()) {
+      return false;
+    }
+    String host = orEmpty(m.group(5));
+    String peer = m.group(7) != null && !m.group(7).equals("N/A") ? m.group(7) : orEmpty(m.group(6));
+    String provider = m.group(2).toUpperCase(Locale.ROOT);
+    events.add(NcclEventKind.NET_PLUGIN_COMPLETION_ERROR, FaultDomain.PEER_PATH, host.equals("N/A") ? "" : host,
+        (int) Math.min(Long.parseLong(m.group(1)), Integer.MAX_VALUE), peer,
+        provider + " completion error towards " + (peer.isEmpty() ? "a peer" : "peer host " + peer) + " (err "
+            + m.group(3) + ": " + m.group(4).trim() + (m.group(8) == null ? "" : ", provider error " + m.group(8))
+            + ")");
+    return true;
+  }
+
+  private static String orEmpty(String s) {
+    return s == null ? "" : s;
+  }
+
   /** Takes an INFO message at {@code ms} that starts with a lower-case letter: an error passed up, if it is one. */
   void propagation(String s, int ms) {
     // "transport/net.cc:1302 -> 6", optionally followed by " [Progress Thread]".
@@ -148,7 +192,7 @@ final class WarnLines {
   }
 
   private void ibCompletion(Matcher m, boolean coreIb) {
-    String host = prefix.host();
+    String host = host();
     long lineNumber = prefix.lineNumber();
     String peer = m.group(1);
     int status = (int) Math.min(Long.parseLong(m.group(2)), Integer.MAX_VALUE);
@@ -215,7 +259,7 @@ final class WarnLines {
   }
 
   private void ibAsync(Matcher m, boolean coreIb) {
-    String host = prefix.host();
+    String host = host();
     long lineNumber = prefix.lineNumber();
     String nic = m.group(1) == null ? "" : m.group(1) + ":" + m.group(2);
     String kind = m.group(3);
@@ -246,6 +290,17 @@ final class WarnLines {
           + (what.startsWith("port active") ? " (after a port error on the same port: a link flap)" : "");
     }
     events.add(NcclEventKind.IB_ASYNC_EVENT, domain, "", nic, null, why);
+  }
+
+  /** The printing host, or words for it when the line has no prefix (a WARN quoted by PyTorch). */
+  private String host() {
+    return prefix.host().isEmpty() ? "the reporting host" : prefix.host();
+  }
+
+  /** "GPU 3 of host (pid 42)", or words for it when the line has no prefix. */
+  private String gpu() {
+    return prefix.pid() < 0 ? "a GPU of the reporting host"
+        : "GPU " + prefix.device() + " of " + prefix.host() + " (pid " + prefix.pid() + ")";
   }
 
   private static String socketPeer(String msg) {

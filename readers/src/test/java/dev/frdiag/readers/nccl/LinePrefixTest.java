@@ -29,6 +29,25 @@ class LinePrefixTest {
   }
 
   @Test
+  void aLineWithoutPrefixCarriesNothingOfTheLineBefore() {
+    assertThat(prefix.next("[2025-02-03 04:05:06] gpu7:11:12 [5] net.cc:1 NCCL WARN NET/IB: x", false)).isTrue();
+    String bare = "socketProgressOpt: Call to recv from 10.0.0.1<3> failed : Connection reset by peer";
+
+    assertThat(prefix.next(bare, false)).isFalse();
+    assertThat(prefix.host()).isEmpty();
+    assertThat(prefix.pid()).isEqualTo(-1);
+    assertThat(prefix.tid()).isEqualTo(-1);
+    assertThat(prefix.device()).isEqualTo(-1);
+    assertThat(prefix.location()).isEmpty();
+    assertThat(prefix.timestamp()).isNull();
+    assertThat(prefix.noiseEnd()).isZero();
+    prefix.quoteFrom(18);
+    assertThat(prefix.quote()).isEqualTo(bare.substring(18));
+    assertThat(prefix.next(bare, false)).isFalse();
+    assertThat(prefix.quote()).isEqualTo(bare);
+  }
+
+  @Test
   void readsTheSourceLocationOfWarnAndTraceLines() {
     assertThat(prefix.next("ng30903:3063025:3066048 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection"
         + " closed by remote peer ng30903-ib<51159>", false)).isTrue();

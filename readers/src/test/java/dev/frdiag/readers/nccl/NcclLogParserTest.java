@@ -135,7 +135,7 @@ class NcclLogParserTest {
     assertThat(send).extracting(ChannelTransport::net, ChannelTransport::nic, ChannelTransport::proxyRank,
         ChannelTransport::gdr, ChannelTransport::commId).containsExactly("IB", 0, 1, true, "0xc0ffee");
     assertThat(log.events()).singleElement().extracting(NcclEvent::kind, NcclEvent::domain)
-        .containsExactly(NcclEventKind.TEARDOWN, FaultDomain.NOISE);
+        .containsExactly(NcclEventKind.COMM_DESTROYED, FaultDomain.NOISE);
   }
 
   @Test
@@ -413,6 +413,104 @@ class NcclLogParserTest {
     assertThat(parseText(init + "node0:11:12 [0] NCCL WARN Call to ibv_reg_mr failed\n").showsHealthySetup())
         .isFalse();
     assertThat(parseText("node0:11:11 [0] NCCL INFO Using network IB\n").showsHealthySetup()).isFalse();
+  }
+
+  @Test
+  void cleanCommunicatorTeardownCountsAsHealthyButAnAbortDoesNot() throws Exception {
+    String destroy = "w1:70:224 [7] NCCL INFO comm 0x5556543bb320 rank 15 nranks 16 cudaDev 7 busId e00000 - "
+        + "Destroy COMPLETE\n";
+    NcclLog log = parseText(destroy);
+    assertThat(log.events()).singleElement().extracting(NcclEvent::kind, NcclEvent::domain)
+        .containsExactly(NcclEventKind.COMM_DESTROYED, FaultDomain.NOISE);
+    assertThat(log.showsHealthySetup()).isTrue();
+    // ncclCommAbort is the error path (PyTorch aborts its communicators after a timeout or an NCCL error).
+    assertThat(parseText(destroy + "w1:71:225 [6] NCCL INFO comm 0x55c149dda4a0 rank 14 nranks 16 cudaDev 6 busId "
+        + "d00000 - Abort COMPLETE\n").showsHealthySetup()).isFalse();
+  }
+
+  @Test
+  void readsTheNcclWarnPyTorchQuotesAfterLastErrorOnTheSameLine() throws Exception {
+    NcclLog log = parseFile("node0:11:12 [0] NCCL INFO Using network IB",
+        "[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire process down. terminate"
+            + " called after throwing an instance of 'std::runtime_error' what(): NCCL error: remote process exited"
+            + " or there was a network error, NCCL version 2.14.3 ncclRemoteError: A call failed possibly due to a"
+            + " network error or a remote process exiting prematurely. Last error: NET/IB : Got completion from"
+            + " peer 11.214.147.122<39138> with error 12, opcode 0, len 0, vendor err 129");
+
+    NcclEvent e = log.events().get(0);
+    assertThat(log.events()).hasSize(1);
+    assertThat(e.kind()).isEqualTo(NcclEventKind.IB_COMPLETION_ERROR);
+    assertThat(e.domain()).isEqualTo(FaultDomain.FABRIC);
+    assertThat(e.peerAddress()).isEqualTo("11.214.147.122");
+    assertThat(e.ibCompletion().status()).isEqualTo(12);
+    // The quoted text is PyTorch's, not a prefixed NCCL line: nothing of the line before it is carried over.
+    assertThat(e.host()).isEmpty();
+    assertThat(e.pid()).isEqualTo(-1);
+    assertThat(e.device()).isEqualTo(-1);
+    assertThat(e.codeLocation()).isEmpty();
+    assertThat(e.lineNumber()).isEqualTo(2);
+    assertThat(e.line()).startsWith("Last error: NET/IB : Got completion from peer 11.214.147.122<39138>");
+    assertThat(e.explanation()).contains("no ACK from 11.214.147.122").doesNotContain("null");
+  }
+
+  @Test
+  void readsTheNcclWarnPyTorchQuotesOnTheLineAfterLastError() throws Exception {
+    NcclLog log = parseFile("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+            + "NCCLUtils.hpp:268, remote process exited or there was a network error, NCCL version 2.21.5",
+        "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+        "Last error:",
+        "",
+        "socketProgressOpt: Call to recv from 172.16.0.9<33759> failed : Connection reset by peer");
+
+    assertThat(log.events()).singleElement().extracting(NcclEvent::kind, NcclEvent::domain, NcclEvent::peer,
+        NcclEvent::lineNumber).containsExactly(NcclEventKind.SOCKET_IO_FAILED, FaultDomain.DEAD_PEER,
+        "172.16.0.9<33759>", 5L);
+    assertThat(log.events().get(0).explanation()).contains("Connection reset by peer");
+    assertThat(log.showsHealthySetup()).isFalse();
+  }
+
+  @Test
+  void aLastErrorThatIsNotAWarnIsReadAsAnUnclassifiedOneAndAPrefixedLineEndsTheWait() throws Exception {
+    NcclLog log = parseFile("NCCL version 2.21.5+cuda12.4", "Last error:",
+        "node0:11:12 [0] NCCL INFO Using network IB", "Traceback (most recent call last):");
+    assertThat(log.events()).isEmpty();
+    assertThat(parseFile("NCCL version 2.21.5+cuda12.4", "Last error: something NCCL never printed").events())
+        .singleElement().extracting(NcclEvent::domain).isEqualTo(FaultDomain.UNKNOWN);
+  }
+
+  @Test
+  void readsLibfabricEfaCompletionErrorsAsAFailedPathToANamedPeerHost() throws Exception {
+    String efa = "libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5, message: Invalid"
+        + " address My EFA addr: fi_addr_efa://[fe80::13:c2ff:fe6f:f03d]:0:1072483550 My host id: i-0db7083f3fcbebb65"
+        + " Peer EFA addr: fi_addr_efa://[fe80::b8:aff:fe44:425]:0:947699476 Peer host id: i-0ce6d3d57139f053c (7)";
+    NcclLog log = parseFile(efa, "    " + efa,
+        "libfabric:451707:1708520807::efa:core:efa_prov_info_set_fabric_name():123<warn> not an error at all");
+
+    assertThat(log.events()).hasSize(2);
+    NcclEvent e = log.events().get(0);
+    assertThat(e.kind()).isEqualTo(NcclEventKind.NET_PLUGIN_COMPLETION_ERROR);
+    assertThat(e.domain()).isEqualTo(FaultDomain.PEER_PATH);
+    assertThat(e.host()).isEqualTo("i-0db7083f3fcbebb65");
+    assertThat(e.pid()).isEqualTo(451707);
+    assertThat(e.peer()).isEqualTo("i-0ce6d3d57139f053c");
+    assertThat(e.explanation()).isEqualTo("EFA completion error towards peer host i-0ce6d3d57139f053c (err 5: "
+        + "Invalid address, provider error 7)");
+    assertThat(log.events().get(1).lineNumber()).isEqualTo(2);
+    assertThat(log.cause()).contains(e);
+  }
+
+  @Test
+  void readsTheAwsOfiPluginsCompletionErrorsAsAFailedPath() throws Exception {
+    NcclLog log = parseFile("ip-10-0-1-5:2233:2301 [3] nccl_net_ofi_rdma.cpp:1290 NCCL WARN NET/OFI Request "
+        + "0x7f3c2c0a1b20 completed with error. RC: 5. Error: 4106 (Invalid address). Completed length: 0, "
+        + "Request: { dev: 3, size: 0, state: CREATED, type: SEND }");
+
+    NcclEvent e = log.events().get(0);
+    assertThat(e.kind()).isEqualTo(NcclEventKind.NET_PLUGIN_COMPLETION_ERROR);
+    assertThat(e.domain()).isEqualTo(FaultDomain.PEER_PATH);
+    assertThat(e.host()).isEqualTo("ip-10-0-1-5");
+    assertThat(e.peer()).isEmpty();
+    assertThat(e.explanation()).isEqualTo("AWS OFI completion error on ip-10-0-1-5 (RC 5: 4106 (Invalid address))");
   }
 
   private NcclLog parseText(String text) throws Exception {
