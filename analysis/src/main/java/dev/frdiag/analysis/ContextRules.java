@@ -2,6 +2,7 @@ package dev.frdiag.analysis;
 
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
+import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
@@ -50,7 +51,13 @@ final class ContextRules {
     List<ContextFinding> xid = new ArrayList<>(byKind.getOrDefault(ContextFinding.Kind.XID_DEVICE_FAULT, List.of()));
     xid.addAll(byKind.getOrDefault(ContextFinding.Kind.XID_APPLICATION_FAULT, List.of()));
     List<ContextFinding> died = byKind.getOrDefault(ContextFinding.Kind.PROCESS_DIED, List.of());
-    List<ContextFinding> lag = byKind.getOrDefault(ContextFinding.Kind.LAUNCH_LAG, List.of());
+    List<ContextFinding> lag = new ArrayList<>(byKind.getOrDefault(ContextFinding.Kind.LAUNCH_LAG, List.of()));
+    List<ContextFinding> enqueueLag = byKind.getOrDefault(ContextFinding.Kind.ENQUEUE_LAG, List.of());
+    if (hangShown(d, job)) {
+      // Where each process stopped enqueuing is where it stands only once the job is known to have stopped.
+      lag.addAll(enqueueLag);
+      enqueueLag = List.of();
+    }
     List<ContextFinding> consistent = byKind.getOrDefault(ContextFinding.Kind.RAS_CONSISTENT, List.of());
     List<ContextFinding> peerPath = byKind.getOrDefault(ContextFinding.Kind.PEER_PATH_ERROR, List.of());
     boolean undecided = d.verdict() != Verdict.HANG || d.symptom() == Symptom.UNKNOWN;
@@ -118,6 +125,9 @@ final class ContextRules {
     if (!lag.isEmpty() && ((undecided && !(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9))
         || (s == Symptom.CPU_STALL && d.culpritRanks().isEmpty()))) {
       return launchLag(d, job, lag);
+    }
+    if (!enqueueLag.isEmpty() && undecided && !(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9)) {
+      return enqueueLagAlone(d, job, enqueueLag);
     }
     if (!dead.isEmpty() && undecided) {
       // A peer closed or reset its sockets or stopped receiving, and nothing stronger (a CUDA fault, a local NIC or
@@ -282,6 +292,29 @@ final class ContextRules {
         : Wording.recommendation(Symptom.CPU_STALL);
     return rewrite(d, Verdict.HANG, Symptom.CPU_STALL, ranks, hosts, confidence, headline,
         quote(Evidence.Kind.LAUNCH_LAG, lag, job), recommendation);
+  }
+
+  /** True when the evidence shows the job hung: a verdict of HANG, or a rank's watchdog timed out or stopped. */
+  private static boolean hangShown(Diagnosis d, JobEvidence job) {
+    return d.verdict() == Verdict.HANG || job.ranks().stream().flatMap(r -> r.events().stream())
+        .anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT || e.getKind() == RankEvent.Kind.WATCHDOG_STUCK);
+  }
+
+  /**
+   * COLL lines where some processes stopped enqueuing before their peers, and nothing says the job hung: the best
+   * reading is a host-side straggler, but a log cut from a running job looks the same (ranks launch
+   * asynchronously), so it names no culprit until a timeout or a stall says the job stopped there.
+   */
+  private static Diagnosis enqueueLagAlone(Diagnosis d, JobEvidence job, List<ContextFinding> lag) {
+    List<Integer> ranks = ranksOf(lag, job);
+    List<String> hosts = hosts(lag);
+    String who = ranks.isEmpty() ? "Processes on " + String.join(", ", hosts)
+        : Wording.capitalize(Wording.who(ranks)) + (hosts.isEmpty() ? "" : " (" + String.join(", ", hosts) + ")");
+    return rewrite(d, Verdict.INSUFFICIENT_EVIDENCE, Symptom.CPU_STALL, List.of(), List.of(), 0.3,
+        "Probably: " + who + " stopped launching collectives before " + (ranks.size() == 1 ? "its" : "their")
+            + " peers (" + brief(lag.get(0)) + "), a CPU-side straggler if the job hung; nothing here says it did.",
+        quote(Evidence.Kind.LAUNCH_LAG, lag, job), "Collect more evidence: the ranks' watchdog lines or Flight "
+            + "Recorder dumps, or an NCCL RAS report (ncclras) taken during the hang.");
   }
 
   /**

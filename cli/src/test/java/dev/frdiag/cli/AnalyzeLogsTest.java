@@ -150,4 +150,46 @@ class AnalyzeLogsTest {
     assertThat(report.get("symptom").asText()).isEqualTo("MISMATCH");
     assertThat(report.get("confidence").asDouble()).isLessThan(0.9);
   }
+
+  @Test
+  void collLinesWhereOneProcessStoppedShortNameTheLaggardOnceTheJobIsKnownHung(@TempDir Path dir) throws Exception {
+    Path nccl = Files.writeString(dir.resolve("nccl.log"), collLinesWithRank2StoppingAt4());
+
+    JsonNode alone = analyze(nccl).report();
+    // A log cut from a running job shows the same spread: the best reading, not a finding.
+    assertThat(alone.get("verdict").asText()).isEqualTo("INSUFFICIENT_EVIDENCE");
+    assertThat(alone.get("symptom").asText()).isEqualTo("CPU_STALL");
+    assertThat(alone.get("culprit_ranks")).isEmpty();
+    assertThat(alone.get("headline").asText()).startsWith("Probably: Rank 2 (n2) stopped launching collectives");
+
+    Path train = Files.writeString(dir.resolve("train.log"), "[rank0]:[E1122 06:40:00.504052851 "
+        + "ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+        + "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600080 milliseconds "
+        + "before timing out.\n");
+    JsonNode hung = analyze(nccl, train).report();
+    assertThat(hung.get("verdict").asText()).isEqualTo("HANG");
+    assertThat(hung.get("symptom").asText()).isEqualTo("CPU_STALL");
+    assertThat(texts(hung.get("culprit_ranks"))).containsExactly("2");
+    assertThat(hung.get("confidence").asDouble()).isEqualTo(0.4);
+    assertThat(hung.get("headline").asText()).startsWith("Rank 2 (n2) launched fewer collectives than its peers");
+  }
+
+  /** NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL: rank 2 of a 3-rank world communicator stops after opCount 4. */
+  private static String collLinesWithRank2StoppingAt4() {
+    StringBuilder text = new StringBuilder();
+    for (int r = 0; r < 3; r++) {
+      text.append("n").append(r).append(":1").append(r).append(":1 [0] NCCL INFO ncclCommInitRank comm 0x").append(r)
+          .append("f rank ").append(r).append(" nranks 3 cudaDev 0 nvmlDev 0 busId 1000 commId 0x77 - Init COMPLETE\n");
+    }
+    for (int op = 0; op < 7; op++) {
+      for (int r = 0; r < 3; r++) {
+        if (r != 2 || op <= 4) {
+          text.append("n").append(r).append(":1").append(r).append(":1 [0] NCCL INFO AllReduce: opCount ")
+              .append(Integer.toHexString(op)).append(" sendbuff 0x7f00 recvbuff 0x7f00 count 1048576 datatype 7 ")
+              .append("op 0 root 0 comm 0x").append(r).append("f [nranks=3] stream 0x55\n");
+        }
+      }
+    }
+    return text.toString();
+  }
 }

@@ -11,6 +11,7 @@ import dev.frdiag.readers.nccl.NcclEvent;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclRank;
 import dev.frdiag.readers.nccl.NcclTopology;
+import dev.frdiag.readers.nccl.OpCountProgress;
 import dev.frdiag.readers.ras.RasReport;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
@@ -59,7 +60,38 @@ public final class ContextFindings {
       }
       byHost.computeIfAbsent(orEmpty(e.host()), h -> new ArrayList<>()).add(f.build());
     }
+    for (ContextFinding f : launchLag(log)) {
+      byHost.computeIfAbsent(f.getHost(), h -> new ArrayList<>()).add(f);
+    }
     return byHost;
+  }
+
+  /**
+   * Processes whose COLL lines ({@code NCCL_DEBUG_SUBSYS=COLL}, printed as each collective is enqueued) stop at a
+   * lower opCount than their communicator's peers reached: where each stopped launching collectives, as of the
+   * log's end (what NCCL RAS's launch counts say of a live job). The communicator's rank is kept as the global rank only on
+   * the log's largest communicator (the world's, whose ranks are the global ones in PyTorch's default group).
+   */
+  static List<ContextFinding> launchLag(NcclLog log) {
+    Map<String, Long> front = new TreeMap<>();
+    int world = 0;
+    for (OpCountProgress o : log.opCounts()) {
+      world = Math.max(world, o.nranks());
+      if (!o.commId().isEmpty()) {
+        front.merge(o.commId(), o.lastOpCount(), Math::max);
+      }
+    }
+    List<ContextFinding> out = new ArrayList<>();
+    for (OpCountProgress o : log.laggards()) {
+      long peers = front.get(o.commId());
+      out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.ENQUEUE_LAG).setHost(o.host())
+          .setRank(o.nranks() == world ? o.rank() : -1).setDevice(-1).setPid(Math.max(o.pid(), 0))
+          .setDetail("rank " + o.rank() + " of communicator " + o.commId() + " (" + o.nranks() + " ranks) last "
+              + "launched " + o.lastCollective() + " opCount " + Long.toHexString(o.lastOpCount()) + " while its "
+              + "peers reached opCount " + Long.toHexString(peers) + " (NCCL COLL lines)")
+          .setSource(log.source() + ":" + o.lastLine()).build());
+    }
+    return out;
   }
 
   /** The findings of one node's InfiniBand counter window. */
