@@ -158,8 +158,11 @@ public final class AnalyzeCommand implements Callable<Integer> {
               boolean nccl = false;
               try {
                 NcclLog log = NcclLogParser.create().parse(file);
-                ContextFindings.nodes(job, log).forEach(evidence::add);
                 nccl = log.ncclLineCount() > 0 || !log.topologies().isEmpty() || !log.events().isEmpty();
+                if (nccl) {
+                  // A training log that holds no NCCL line says nothing of NCCL: no "the NCCL logs show no failure".
+                  ContextFindings.nodes(job, log).forEach(evidence::add);
+                }
               } catch (NotAnNcclLogException e) {
                 // A training or kernel log without NCCL lines: its other lines are all it offers.
               }
