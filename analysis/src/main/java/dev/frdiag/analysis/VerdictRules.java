@@ -47,6 +47,9 @@ final class VerdictRules {
       + "it when the watchdog fires), or at least every rank's watchdog lines with their PG status (last enqueued "
       + "and completed work), and NCCL_DEBUG=INFO logs";
 
+  private static final String ASSUMED_GROUP = "the lines name no process group; they were taken to be one group "
+      + "because their seqs are close. What would name it: ";
+
   /** What confirms that ranks' lines are about one process group. */
   static final String NAMES_THE_GROUP = "the ranks' PG status lines (PyTorch 2.4 and later print the group on "
       + "every watchdog line) or their Flight Recorder dumps";
@@ -121,13 +124,10 @@ final class VerdictRules {
     }
     evidence.addAll(jobEvidence);
     List<Integer> culpritList = List.copyOf(culprits);
-    ProcessGroup group = index.groups.get(primary.group);
-    if (group != null && group.getAssumed()) {
+    if (isAssumed(primary)) {
       // The matcher compared ranks' lines as one group only because their seqs are close: the best reading, not
       // a finding, until something names the group.
-      evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, culpritList, "the lines name no process group; "
-          + "they were taken to be one group because their seqs are close. What would name it: "
-          + NAMES_THE_GROUP));
+      evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, culpritList, ASSUMED_GROUP + NAMES_THE_GROUP));
       return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, cause.symptom, List.of(), primary, 0.3, evidence,
           "Probably: " + wording.headline(cause, culpritList, primary), "Collect more evidence: "
               + NAMES_THE_GROUP + ". Meanwhile: " + recommendation(cause.symptom));
@@ -235,6 +235,13 @@ final class VerdictRules {
           + "completed: " + (ahead.size() == 1 ? "its" : "their") + " program ran on, so "
           + (ahead.size() == 1 ? "it is" : "they are") + " not the culprit; a member that never issued it is"
           + (silent.isEmpty() ? " (its evidence is not here)" : "")));
+      if (isAssumed(first)) {
+        evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), ASSUMED_GROUP + NAMES_THE_GROUP));
+        return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.CPU_STALL, List.of(), first, 0.3, evidence,
+            "Probably: " + capitalize(who(ahead)) + " ran " + runAhead + " collectives past " + first.label()
+                + ", which never completed: a peer never issued it.", "Collect more evidence: " + NAMES_THE_GROUP
+                + ". Meanwhile: " + recommendation(Symptom.CPU_STALL));
+      }
       return diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(), first, 0.5, evidence,
           capitalize(who(ahead)) + " ran " + runAhead + " collectives past " + first.label()
               + ", which never completed: a peer never issued it (CPU side or a program divergence), so "
@@ -245,6 +252,12 @@ final class VerdictRules {
     return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
         "The job is stuck in " + first.label() + " but the evidence does not say why: " + missing + ".",
         "Collect more evidence: " + missing + ".");
+  }
+
+  /** True when {@code n}'s group is one the evidence did not name, only assumed (§8 of the rulebook). */
+  private boolean isAssumed(StuckOp n) {
+    ProcessGroup group = index.groups.get(n.group);
+    return group != null && group.getAssumed();
   }
 
   /** Ranks whose watchdog noticed a timeout far past its deadline: a stuck event tied to a timeout's seq. */

@@ -76,6 +76,19 @@ class LogFactsTest {
   }
 
   @Test
+  void aRankThatRanFarAheadInAnAssumedGroupIsOnlyTheBestReading() {
+    RankEvidence r0 = rank(0, "pg?@10-12", true, 10, 9, timedOut(10, "all_reduce"));
+    RankEvidence r1 = rank(1, "pg?@10-12", true, 30, 9, timedOut(10, "all_reduce"));
+
+    Diagnosis d = HangAnalyzer.analyze(job(r0, r1));
+
+    assertThat(d.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(d.symptom()).isEqualTo(Symptom.CPU_STALL);
+    assertThat(d.confidence()).isEqualTo(0.3);
+    assertThat(d.evidence()).anySatisfy(e -> assertThat(e.kind()).isEqualTo(Evidence.Kind.RAN_AHEAD));
+  }
+
+  @Test
   void aRankIdleWhenAPeersTimeoutWasSignalledNeverIssuedTheCollective() {
     RankEvent signal = RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).setProcessGroup("0")
         .setSeq(-1).setLastEnqueuedSeq(136).setLastCompletedSeq(136).setMessage("dump signal from rank 2").build();
