@@ -200,6 +200,16 @@ class CollectorServiceTest {
   }
 
   @Test
+  void theSchedulerNamesOfAHelloAreKeptForTheJobsReports() throws Exception {
+    RankMessage h = hello("job", 0, 1);
+    new RankConnection(channel).send(h.toBuilder().setHello(h.getHello().toBuilder()
+        .putScheduler("slurm.job_id", "4242").putScheduler("slurm.restart_count", "1")).build()).next();
+
+    assertThat(daemon.daemon().registry().find("job").orElseThrow().scheduler())
+        .isEqualTo(Map.of("slurm.job_id", "4242", "slurm.restart_count", "1"));
+  }
+
+  @Test
   void recordsAndHeartbeatsBecomeTheRanksWindowProgressAndDropCount() throws Exception {
     RankConnection rank = connected("job", 0, 1);
     rank.send(RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(allReduce(1, 1))
