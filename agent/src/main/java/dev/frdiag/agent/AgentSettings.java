@@ -35,8 +35,8 @@ import java.util.regex.Pattern;
  * @param stream how the agent's streams to the daemon behave
  */
 public record AgentSettings(String jobId, String hostname, int worldSize, List<Integer> localRanks,
-    boolean discoverRanks, String runId, String dumpPrefix, String pipePrefix, List<Path> logFiles, Duration pollInterval, Duration dumpWait,
-    long maxDumpBytes, ReporterSettings stream) {
+    boolean discoverRanks, String runId, String dumpPrefix, String pipePrefix, List<Path> logFiles,
+    Duration pollInterval, Duration dumpWait, long maxDumpBytes, ReporterSettings stream) {
 
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
   public static final Duration DEFAULT_DUMP_WAIT = Duration.ofSeconds(15);
