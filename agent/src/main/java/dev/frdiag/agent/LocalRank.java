@@ -46,7 +46,7 @@ final class LocalRank implements RankStream.Listener {
   private final Runnable wake;
   /** A concurrent queue rather than the lock: gRPC threads fill it and must not wait for a tick to finish. */
   private final ArrayBlockingQueue<DumpRequest> requests = new ArrayBlockingQueue<>(MAX_PENDING_REQUESTS);
-  /** Every local rank of the node, this one included; fixed once the agent is built. */
+  /** Every local rank of the node, this one included; grows when discovery finds ranks, under the lock. */
   @GuardedBy("lock")
   private final Map<Integer, LocalRank> node;
   @GuardedBy("lock")
@@ -81,7 +81,7 @@ final class LocalRank implements RankStream.Listener {
    * @param pid the rank's process, 0 when unknown
    * @param scheduler the scheduler's names for the job (may be empty)
    * @param lock the agent's lock, held by every caller but gRPC's
-   * @param node every local rank of the node by global rank; read under the lock once the agent is built
+   * @param node every local rank of the node by global rank; read under the lock
    * @param investigating told on a gRPC thread that the daemon asked for a dump
    * @param wake told on a gRPC thread that a request waits to be served
    */
@@ -148,11 +148,13 @@ final class LocalRank implements RankStream.Listener {
    * goodbye and starts over on the next tick, so
    * its Hello carries the new pid, which tells the daemon the old process's ring is history; the old process's
    * last dump is forgotten for the same reason.
+   *
+   * @return true when the process changed
    */
   @GuardedBy("lock")
-  void follow(long newPid, int newLocalRank, Map<String, String> newScheduler, long nowNanos) {
+  boolean follow(long newPid, int newLocalRank, Map<String, String> newScheduler, long nowNanos) {
     if (newPid == pid) {
-      return;
+      return false;
     }
     log.info("rank {}: now process {} (was {})", rank, newPid, pid);
     pid = newPid;
@@ -161,10 +163,12 @@ final class LocalRank implements RankStream.Listener {
     dump.forget();
     unshipped = false;
     // A goodbye, not a dropped stream: a restart is not a lost rank, and must not open an incident.
+    takeRequests(nowNanos);
     trigger.refuseAll("rank " + rank + " restarted as process " + newPid,
         reply -> stream.send(RankMessage.newBuilder().setDumpReply(reply).build()));
     stream.finish(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder()
         .setReason("process restarted as " + newPid)).build());
+    return true;
   }
 
   /** True while the daemon has welcomed this rank's stream. */

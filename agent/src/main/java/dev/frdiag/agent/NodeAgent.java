@@ -80,6 +80,8 @@ public final class NodeAgent implements AutoCloseable {
   @GuardedBy("lock")
   private boolean scanned;
   @GuardedBy("lock")
+  private boolean saidNoneFound;
+  @GuardedBy("lock")
   private final List<LogFollower> logs = new ArrayList<>();
   /** Null for none. */
   @GuardedBy("lock")
@@ -160,10 +162,10 @@ public final class NodeAgent implements AutoCloseable {
         settings.pipePrefix() == null ? "none" : settings.pipePrefix() + "<rank>.pipe", logs.size());
   }
 
-  /** True when the daemon has welcomed every local rank's stream. Thread-safe. */
+  /** True when there are local ranks and the daemon has welcomed every one's stream. Thread-safe. */
   public boolean allConnected() {
     synchronized (lock) {
-      return ranks.values().stream().allMatch(LocalRank::isWelcomed);
+      return !ranks.isEmpty() && ranks.values().stream().allMatch(LocalRank::isWelcomed);
     }
   }
 
@@ -190,10 +192,20 @@ public final class NodeAgent implements AutoCloseable {
    * Looks for the node's ranks: a new one gets its stream, a restarted one (same rank, new process) has its
    * stream follow the new process. A rank whose process is gone keeps its stream until a new process takes its
    * place, since torchrun restarts a failed worker group under the same ranks.
+   *
+   * @return true when a rank was found or restarted
    */
   @GuardedBy("lock")
-  private void scan(long now) {
+  private boolean scan(long now) {
+    boolean changed = false;
     Map<Integer, TorchRank> found = discovery.scan();
+    if (found.isEmpty() && ranks.isEmpty() && !saidNoneFound) {
+      saidNoneFound = true;
+      log.info("no PyTorch ranks found in the process table yet (processes with RANK, WORLD_SIZE and LOCAL_RANK or "
+          + "TORCHELASTIC_RUN_ID{} in an environment this user may read); looking again every {} ms",
+          settings.runId() == null ? "" : " " + settings.runId(),
+          Math.max(settings.pollInterval().toMillis(), MIN_SCAN_INTERVAL.toMillis()));
+    }
     for (TorchRank t : found.values()) {
       // --world-size when given, else the first rank's WORLD_SIZE: a rank that disagrees belongs to another job.
       int size = settings.worldSize() > 0 ? settings.worldSize()
@@ -212,10 +224,12 @@ public final class NodeAgent implements AutoCloseable {
         log.info("found rank {} (local rank {}, process {}{})", t.rank(), t.localRank(), t.pid(),
             t.runId().isEmpty() ? "" : ", run " + t.runId());
         addRank(t.rank(), t.localRank(), t.pid(), scheduler, settings.withWorldSize(size));
+        changed = true;
       } else {
-        r.follow(t.pid(), t.localRank(), scheduler, now);
+        changed |= r.follow(t.pid(), t.localRank(), scheduler, now);
       }
     }
+    return changed;
   }
 
   /**
@@ -284,12 +298,13 @@ public final class NodeAgent implements AutoCloseable {
         return;
       }
       long now = nanoTime.getAsLong();
+      boolean ranksChanged = false;
       if (discovery != null && (!scanned || now - lastScanNanos
           >= Math.max(settings.pollInterval().toNanos(), MIN_SCAN_INTERVAL.toNanos()))) {
         scanned = true;
         lastScanNanos = now;
         try {
-          scan(now);
+          ranksChanged = scan(now);
         } catch (RuntimeException e) {
           log.warn("looking for the node's ranks failed: {}", e.toString(), e);
         }
@@ -324,12 +339,13 @@ public final class NodeAgent implements AutoCloseable {
           r.reset("agent error", e, now);
         }
       }
-      boolean all = ranks.values().stream().allMatch(LocalRank::isWelcomed);
+      boolean all = !ranks.isEmpty() && ranks.values().stream().allMatch(LocalRank::isWelcomed);
       if (all != connected) {
         connected = all;
         if (all) {
           log.info("all {} ranks connected to the daemon", ranks.size());
-        } else {
+        } else if (!ranksChanged) {
+          // A rank found or restarted just now is connecting; its own log line says so.
           log.warn("lost the daemon for some ranks; reconnecting");
         }
       }
