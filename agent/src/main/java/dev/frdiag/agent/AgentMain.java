@@ -50,12 +50,21 @@ public final class AgentMain implements Callable<Integer> {
       description = "Daemon to report to (default ${DEFAULT-VALUE}).")
   String daemon;
 
-  @Option(names = "--world-size", paramLabel = "N", description = "Ranks in the job (required).")
+  @Option(names = "--world-size", paramLabel = "N", description = "Ranks in the job (required unless "
+      + "--local-ranks auto, which takes the ranks' WORLD_SIZE).")
   Integer worldSize;
 
   @Option(names = "--local-ranks", paramLabel = "RANKS", converter = RankListConverter.class,
-      description = "Global ranks running on this node, ranges and lists: 0-7, 8-15 or 0,2,4-6 (required).")
+      description = {"Global ranks running on this node, ranges and lists: 0-7, 8-15 or 0,2,4-6 (required).",
+          "auto: find them in /proc from the environment torchrun gives its workers (RANK, LOCAL_RANK, "
+          + "WORLD_SIZE, TORCHELASTIC_RUN_ID), and follow ranks that start late or restart. The agent must run "
+          + "as the job's user (or root) and see its processes (same PID namespace)."})
   RankListConverter.RankList localRanks;
+
+  @Option(names = "--run-id", paramLabel = "ID",
+      description = "With --local-ranks auto: only the workers of this torchrun --rdzv-id (TORCHELASTIC_RUN_ID), "
+          + "when the node runs several jobs (default: any).")
+  String runId;
 
   @Option(names = "--hostname", paramLabel = "NAME",
       description = "This node's name as NCCL prints it (default: the host name up to its first dot).")
@@ -212,15 +221,19 @@ public final class AgentMain implements Callable<Integer> {
     if (job == null) {
       throw new UsageException(missing("--job"));
     }
-    if (worldSize == null) {
+    if (worldSize == null && (localRanks == null || !localRanks.auto())) {
       throw new UsageException(missing("--world-size"));
     }
     if (localRanks == null) {
       throw new UsageException(missing("--local-ranks"));
     }
+    if (runId != null && !localRanks.auto()) {
+      throw new UsageException("--run-id needs --local-ranks auto");
+    }
     daemonAddress(daemon);
     try {
-      return AgentSettings.builder().jobId(job).worldSize(worldSize).localRanks(localRanks.ranks())
+      return AgentSettings.builder().jobId(job).worldSize(worldSize == null ? 0 : worldSize)
+          .localRanks(localRanks.ranks()).discoverRanks(localRanks.auto()).runId(runId)
           .hostname(hostname).dumpPrefix(home(dumpPrefix)).pipePrefix(pipePrefix == null ? null : home(pipePrefix))
           .logFiles(logs.stream().filter(l -> !l.isBlank()).map(l -> Path.of(home(l.trim()))).toList())
           .pollInterval(pollInterval).dumpWait(dumpWait).build();

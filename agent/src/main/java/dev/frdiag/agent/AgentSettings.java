@@ -19,8 +19,12 @@ import java.util.regex.Pattern;
  *
  * @param jobId the job the node's ranks belong to
  * @param hostname this node's name as the ranks print it
- * @param worldSize ranks in the job
- * @param localRanks global ranks running on this node, distinct
+ * @param worldSize ranks in the job; 0 when {@code discoverRanks} and the ranks' WORLD_SIZE is to be used
+ * @param localRanks global ranks running on this node, distinct; empty when {@code discoverRanks}
+ * @param discoverRanks find the node's ranks in its process table and follow them as they start and restart,
+ *     instead of {@code localRanks}
+ * @param runId with {@code discoverRanks}, only processes whose TORCHELASTIC_RUN_ID is this are ranks; null for
+ *     any
  * @param dumpPrefix PyTorch's dump file prefix (TORCH_FR_DUMP_TEMP_FILE); rank r dumps to prefix + r
  * @param pipePrefix TORCH_NCCL_DEBUG_INFO_PIPE_FILE; rank r listens on prefix + r + ".pipe"; null when unset
  * @param logFiles training logs to tail for watchdog lines
@@ -31,8 +35,8 @@ import java.util.regex.Pattern;
  * @param stream how the agent's streams to the daemon behave
  */
 public record AgentSettings(String jobId, String hostname, int worldSize, List<Integer> localRanks,
-    String dumpPrefix, String pipePrefix, List<Path> logFiles, Duration pollInterval, Duration dumpWait,
-    long maxDumpBytes, ReporterSettings stream) {
+    boolean discoverRanks, String runId, String dumpPrefix, String pipePrefix, List<Path> logFiles,
+    Duration pollInterval, Duration dumpWait, long maxDumpBytes, ReporterSettings stream) {
 
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
   public static final Duration DEFAULT_DUMP_WAIT = Duration.ofSeconds(15);
@@ -61,11 +65,17 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     if (hostname.isEmpty()) {
       throw new IllegalArgumentException("hostname must not be empty");
     }
-    if (worldSize < 1) {
+    if (worldSize < 1 && !(discoverRanks && worldSize == 0)) {
       throw new IllegalArgumentException("world size must be at least 1, got " + worldSize);
     }
-    if (localRanks.isEmpty()) {
+    if (discoverRanks && !localRanks.isEmpty()) {
+      throw new IllegalArgumentException("local ranks are either listed or discovered, not both");
+    }
+    if (localRanks.isEmpty() && !discoverRanks) {
       throw new IllegalArgumentException("at least one local rank is required");
+    }
+    if (runId != null && runId.isEmpty()) {
+      runId = null;
     }
     Set<Integer> seen = new HashSet<>();
     for (int r : localRanks) {
@@ -95,6 +105,12 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     }
   }
 
+  /** These settings for a job of {@code size} ranks: a discovered rank's WORLD_SIZE when none was given. */
+  AgentSettings withWorldSize(int size) {
+    return new AgentSettings(jobId, hostname, size, localRanks, discoverRanks, runId, dumpPrefix, pipePrefix,
+        logFiles, pollInterval, dumpWait, maxDumpBytes, stream);
+  }
+
   /** Where rank {@code rank} writes its dump: the prefix with the rank appended, as PyTorch names it. */
   public Path dumpFile(int rank) {
     return Path.of(dumpPrefix + rank);
@@ -115,6 +131,8 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     private String hostname;
     private int worldSize;
     private List<Integer> localRanks = List.of();
+    private boolean discoverRanks;
+    private String runId;
     private String dumpPrefix;
     private String pipePrefix;
     private List<Path> logFiles = List.of();
@@ -143,6 +161,18 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
 
     public Builder localRanks(List<Integer> v) {
       localRanks = v;
+      return this;
+    }
+
+    /** Find the node's ranks in its process table instead of a list; world size 0 then means "their WORLD_SIZE". */
+    public Builder discoverRanks(boolean v) {
+      discoverRanks = v;
+      return this;
+    }
+
+    /** With {@link #discoverRanks}, only the workers of this torchrun run id (TORCHELASTIC_RUN_ID); null for any. */
+    public Builder runId(String v) {
+      runId = v;
       return this;
     }
 
@@ -187,8 +217,8 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     public AgentSettings build() {
       // Looked up only when needed: a slow resolver must not delay a builder whose host name is given.
       return new AgentSettings(jobId, hostname == null ? localHostname() : hostname, worldSize, localRanks,
-          dumpPrefix == null ? defaultDumpPrefix() : dumpPrefix, pipePrefix, logFiles, pollInterval, dumpWait,
-          maxDumpBytes, stream);
+          discoverRanks, runId, dumpPrefix == null ? defaultDumpPrefix() : dumpPrefix, pipePrefix, logFiles,
+          pollInterval, dumpWait, maxDumpBytes, stream);
     }
 
     static String localHostname() {

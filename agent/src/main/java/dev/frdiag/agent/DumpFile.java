@@ -59,6 +59,15 @@ final class DumpFile {
     return last;
   }
 
+  /**
+   * Forgets the last dump: the rank's process was replaced, and the old one's records are not the new one's. The
+   * file as it is now stays seen; the new process's first dump replaces it.
+   */
+  void forget() {
+    last = null;
+    problem = null;
+  }
+
   /** When the file of {@link #last} was modified (epoch ms). */
   long lastModifiedMillis() {
     return lastModifiedMillis;

@@ -46,7 +46,7 @@ final class LocalRank implements RankStream.Listener {
   private final Runnable wake;
   /** A concurrent queue rather than the lock: gRPC threads fill it and must not wait for a tick to finish. */
   private final ArrayBlockingQueue<DumpRequest> requests = new ArrayBlockingQueue<>(MAX_PENDING_REQUESTS);
-  /** Every local rank of the node, this one included; fixed once the agent is built. */
+  /** Every local rank of the node, this one included; grows when discovery finds ranks, under the lock. */
   @GuardedBy("lock")
   private final Map<Integer, LocalRank> node;
   @GuardedBy("lock")
@@ -65,16 +65,33 @@ final class LocalRank implements RankStream.Listener {
   private long lastHeartbeatNanos;
   @GuardedBy("lock")
   private boolean heartbeatSent;
+  /** The rank's process; 0 while unknown (ranks listed by hand). A restart changes it. */
+  @GuardedBy("lock")
+  private long pid;
+  /** LOCAL_RANK; -1 when unknown. */
+  @GuardedBy("lock")
+  private int localRank;
+  /** Where the job runs as its scheduler names it, for the Hello. */
+  @GuardedBy("lock")
+  private Map<String, String> scheduler;
 
   /**
+   * @param settings the agent's settings, with the job's world size
+   * @param localRank LOCAL_RANK, -1 when unknown
+   * @param pid the rank's process, 0 when unknown
+   * @param scheduler the scheduler's names for the job (may be empty)
    * @param lock the agent's lock, held by every caller but gRPC's
-   * @param node every local rank of the node by global rank; read under the lock once the agent is built
+   * @param node every local rank of the node by global rank; read under the lock
    * @param investigating told on a gRPC thread that the daemon asked for a dump
    * @param wake told on a gRPC thread that a request waits to be served
    */
-  LocalRank(int rank, AgentSettings settings, Channel channel, DumpReader reader, Clock clock, Object lock,
-      Map<Integer, LocalRank> node, Runnable investigating, Runnable wake) {
+  LocalRank(int rank, int localRank, long pid, Map<String, String> scheduler, AgentSettings settings,
+      Channel channel, DumpReader reader, Clock clock, Object lock, Map<Integer, LocalRank> node,
+      Runnable investigating, Runnable wake) {
     this.rank = rank;
+    this.localRank = localRank;
+    this.pid = pid;
+    this.scheduler = Map.copyOf(scheduler);
     this.settings = settings;
     this.lock = lock;
     this.clock = clock;
@@ -98,10 +115,10 @@ final class LocalRank implements RankStream.Listener {
     unshipped = last != null;
     return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
         .setJobId(settings.jobId()).setGlobalRank(rank).setWorldSize(settings.worldSize())
-        .setLocalRank(settings.localRanks().indexOf(rank)).setHostname(settings.hostname()).setCudaDevice(-1)
+        .setLocalRank(localRank).setPid(pid).setHostname(settings.hostname()).setCudaDevice(-1)
         .setFrdiagVersion(FrdiagVersion.current()).setFrameworkVersion("torch").setNcclVersion(
             last == null ? "" : last.commLibVersion()))
-        .addAllProcessGroups(announced).setRingCapacity(0)).build();
+        .addAllProcessGroups(announced).setRingCapacity(0).putAllScheduler(scheduler)).build();
   }
 
   @Override
@@ -113,6 +130,45 @@ final class LocalRank implements RankStream.Listener {
       return;
     }
     wake.run();
+  }
+
+  /** Ranks in the job this rank belongs to. */
+  int worldSize() {
+    return settings.worldSize();
+  }
+
+  /** The process this rank's stream speaks for; 0 when unknown. */
+  @GuardedBy("lock")
+  long pid() {
+    return pid;
+  }
+
+  /**
+   * The rank now runs as {@code newPid} (an elastic restart: same rank, new process). The stream ends with a
+   * goodbye and starts over on the next tick, so
+   * its Hello carries the new pid, which tells the daemon the old process's ring is history; the old process's
+   * last dump is forgotten for the same reason.
+   *
+   * @return true when the process changed
+   */
+  @GuardedBy("lock")
+  boolean follow(long newPid, int newLocalRank, Map<String, String> newScheduler, long nowNanos) {
+    if (newPid == pid) {
+      return false;
+    }
+    log.info("rank {}: now process {} (was {})", rank, newPid, pid);
+    pid = newPid;
+    localRank = newLocalRank;
+    scheduler = Map.copyOf(newScheduler);
+    dump.forget();
+    unshipped = false;
+    // A goodbye, not a dropped stream: a restart is not a lost rank, and must not open an incident.
+    takeRequests(nowNanos);
+    trigger.refuseAll("rank " + rank + " restarted as process " + newPid,
+        reply -> stream.send(RankMessage.newBuilder().setDumpReply(reply).build()));
+    stream.finish(RankMessage.newBuilder().setGoodbye(Goodbye.newBuilder()
+        .setReason("process restarted as " + newPid)).build());
+    return true;
   }
 
   /** True while the daemon has welcomed this rank's stream. */

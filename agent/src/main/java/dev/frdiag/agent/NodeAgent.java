@@ -1,6 +1,11 @@
 package dev.frdiag.agent;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.agent.discovery.ProcProcessTable;
+import dev.frdiag.agent.discovery.ProcessTable;
+import dev.frdiag.agent.discovery.RankDiscovery;
+import dev.frdiag.agent.discovery.SchedulerIdentity;
+import dev.frdiag.agent.discovery.TorchRank;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.NodeContext;
@@ -18,6 +23,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -45,15 +51,36 @@ public final class NodeAgent implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(NodeAgent.class);
   /** How far back the counter window reaches when an incident asks for context. */
   static final Duration CONTEXT_LOOKBACK = Duration.ofMinutes(5);
+  /**
+   * The process table is scanned at most this often (and at least every poll interval): a scan reads every
+   * process's environment, and ranks start and restart over seconds, not milliseconds.
+   */
+  static final Duration MIN_SCAN_INTERVAL = Duration.ofSeconds(1);
 
   private final AgentSettings settings;
   private final LongSupplier nanoTime;
   private final ScheduledExecutorService executor;
   private final CollectorGrpc.CollectorStub contextStub;
   private final Object lock = new Object();
-  /** Fixed at construction; the ranks' own state is guarded by lock. */
+  /** Fixed at construction, or grown as discovery finds ranks; never shrinks. */
   @GuardedBy("lock")
   private final Map<Integer, LocalRank> ranks = new LinkedHashMap<>();
+  /** Finds the node's ranks; null when they are listed. */
+  private final RankDiscovery discovery;
+  /** The scheduler's names for the job from the agent's own environment, for ranks listed by hand. */
+  private final Map<String, String> ownScheduler;
+  private final Channel channel;
+  private final DumpReader reader;
+  private final Clock clock;
+  /** Sizes discovered ranks claimed that disagree with the job's, each warned about once. */
+  @GuardedBy("lock")
+  private final Map<Integer, Integer> refusedSizes = new TreeMap<>();
+  @GuardedBy("lock")
+  private long lastScanNanos;
+  @GuardedBy("lock")
+  private boolean scanned;
+  @GuardedBy("lock")
+  private boolean saidNoneFound;
   @GuardedBy("lock")
   private final List<LogFollower> logs = new ArrayList<>();
   /** Null for none. */
@@ -95,17 +122,27 @@ public final class NodeAgent implements AutoCloseable {
    */
   NodeAgent(AgentSettings settings, Channel channel, NodeContextCollector context, Clock clock,
       LongSupplier nanoTime) {
+    this(settings, channel, context, new ProcProcessTable(Path.of("/proc")), clock, nanoTime);
+  }
+
+  /** @param processes where discovery looks for the node's ranks when {@link AgentSettings#discoverRanks()} */
+  NodeAgent(AgentSettings settings, Channel channel, NodeContextCollector context, ProcessTable processes,
+      Clock clock, LongSupplier nanoTime) {
     this.settings = Objects.requireNonNull(settings, "settings");
-    Objects.requireNonNull(channel, "channel");
-    Objects.requireNonNull(clock, "clock");
+    this.channel = Objects.requireNonNull(channel, "channel");
+    this.clock = Objects.requireNonNull(clock, "clock");
     this.nanoTime = Objects.requireNonNull(nanoTime, "nanoTime");
+    Objects.requireNonNull(processes, "processes");
     this.context = context;
     this.contextStub = CollectorGrpc.newStub(channel);
-    DumpReader reader = DumpReader.builder().maxFileBytes(settings.maxDumpBytes()).build();
-    Map<Integer, LocalRank> node = Collections.unmodifiableMap(ranks);
-    for (int rank : settings.localRanks()) {
-      ranks.put(rank, new LocalRank(rank, settings, channel, reader, clock, lock, node,
-          () -> contextWanted = true, this::wake));
+    this.reader = DumpReader.builder().maxFileBytes(settings.maxDumpBytes()).build();
+    this.discovery = settings.discoverRanks() ? new RankDiscovery(processes, settings.runId()) : null;
+    this.ownScheduler = SchedulerIdentity.of(System.getenv(), SchedulerIdentity.KUBERNETES_NAMESPACE_FILE);
+    synchronized (lock) {
+      for (int rank : settings.localRanks()) {
+        // LOCAL_RANK as the position in the list: "--local-ranks 8-15" on the second node of eight GPUs.
+        addRank(rank, settings.localRanks().indexOf(rank), 0, ownScheduler, settings);
+      }
     }
     for (Path logFile : settings.logFiles()) {
       logs.add(new LogFollower(logFile, this::onWatchdogLine));
@@ -119,15 +156,80 @@ public final class NodeAgent implements AutoCloseable {
     long period = Math.min(settings.pollInterval().toNanos(), settings.stream().maxBatchDelay().toNanos());
     executor.scheduleWithFixedDelay(this::tick, 0, period, TimeUnit.NANOSECONDS);
     log.info("node agent for job {} on {}: ranks {}, dumps {}<rank>, pipes {}, {} log file(s)", settings.jobId(),
-        settings.hostname(), settings.localRanks(), settings.dumpPrefix(),
+        settings.hostname(), settings.discoverRanks() ? "discovered from the process table"
+        + (settings.runId() == null ? "" : " (run " + settings.runId() + ")") : settings.localRanks(),
+        settings.dumpPrefix(),
         settings.pipePrefix() == null ? "none" : settings.pipePrefix() + "<rank>.pipe", logs.size());
   }
 
-  /** True when the daemon has welcomed every local rank's stream. Thread-safe. */
+  /** True when there are local ranks and the daemon has welcomed every one's stream. Thread-safe. */
   public boolean allConnected() {
     synchronized (lock) {
-      return ranks.values().stream().allMatch(LocalRank::isWelcomed);
+      return !ranks.isEmpty() && ranks.values().stream().allMatch(LocalRank::isWelcomed);
     }
+  }
+
+  /**
+   * The process each local rank's stream speaks for, by global rank: 0 for a rank listed by hand. Discovered
+   * ranks appear once found and follow their restarts. Thread-safe.
+   */
+  public Map<Integer, Long> processes() {
+    synchronized (lock) {
+      Map<Integer, Long> out = new TreeMap<>();
+      ranks.forEach((rank, r) -> out.put(rank, r.pid()));
+      return out;
+    }
+  }
+
+  /** Starts serving {@code rank}. */
+  @GuardedBy("lock")
+  private void addRank(int rank, int localRank, long pid, Map<String, String> scheduler, AgentSettings job) {
+    ranks.put(rank, new LocalRank(rank, localRank, pid, scheduler, job, channel, reader, clock, lock,
+        Collections.unmodifiableMap(ranks), () -> contextWanted = true, this::wake));
+  }
+
+  /**
+   * Looks for the node's ranks: a new one gets its stream, a restarted one (same rank, new process) has its
+   * stream follow the new process. A rank whose process is gone keeps its stream until a new process takes its
+   * place, since torchrun restarts a failed worker group under the same ranks.
+   *
+   * @return true when a rank was found or restarted
+   */
+  @GuardedBy("lock")
+  private boolean scan(long now) {
+    boolean changed = false;
+    Map<Integer, TorchRank> found = discovery.scan();
+    if (found.isEmpty() && ranks.isEmpty() && !saidNoneFound) {
+      saidNoneFound = true;
+      log.info("no PyTorch ranks found in the process table yet (processes with RANK, WORLD_SIZE and LOCAL_RANK or "
+          + "TORCHELASTIC_RUN_ID{} in an environment this user may read); looking again every {} ms",
+          settings.runId() == null ? "" : " " + settings.runId(),
+          Math.max(settings.pollInterval().toMillis(), MIN_SCAN_INTERVAL.toMillis()));
+    }
+    for (TorchRank t : found.values()) {
+      // --world-size when given, else the first rank's WORLD_SIZE: a rank that disagrees belongs to another job.
+      int size = settings.worldSize() > 0 ? settings.worldSize()
+          : ranks.isEmpty() ? t.worldSize() : ranks.values().iterator().next().worldSize();
+      if (t.worldSize() != size) {
+        if (refusedSizes.put(t.rank(), t.worldSize()) == null) {
+          log.warn("rank {} (process {}) has WORLD_SIZE {} but the job has {} ranks; not followed", t.rank(),
+              t.pid(), t.worldSize(), size);
+        }
+        continue;
+      }
+      Map<String, String> scheduler = new TreeMap<>(ownScheduler);
+      scheduler.putAll(SchedulerIdentity.of(t.environment(), SchedulerIdentity.KUBERNETES_NAMESPACE_FILE));
+      LocalRank r = ranks.get(t.rank());
+      if (r == null) {
+        log.info("found rank {} (local rank {}, process {}{})", t.rank(), t.localRank(), t.pid(),
+            t.runId().isEmpty() ? "" : ", run " + t.runId());
+        addRank(t.rank(), t.localRank(), t.pid(), scheduler, settings.withWorldSize(size));
+        changed = true;
+      } else {
+        changed |= r.follow(t.pid(), t.localRank(), scheduler, now);
+      }
+    }
+    return changed;
   }
 
   /**
@@ -172,7 +274,7 @@ public final class NodeAgent implements AutoCloseable {
       log.warn("gathering this node's context failed: {}", e.toString());
       return;
     }
-    node = node.toBuilder().addAllRanks(settings.localRanks()).build();
+    node = node.toBuilder().addAllRanks(ranks.keySet()).build();
     contextStub.withDeadlineAfter(10, TimeUnit.SECONDS).reportContext(node, new StreamObserver<>() {
       @Override
       public void onNext(ContextAck ack) {
@@ -196,6 +298,17 @@ public final class NodeAgent implements AutoCloseable {
         return;
       }
       long now = nanoTime.getAsLong();
+      boolean ranksChanged = false;
+      if (discovery != null && (!scanned || now - lastScanNanos
+          >= Math.max(settings.pollInterval().toNanos(), MIN_SCAN_INTERVAL.toNanos()))) {
+        scanned = true;
+        lastScanNanos = now;
+        try {
+          ranksChanged = scan(now);
+        } catch (RuntimeException e) {
+          log.warn("looking for the node's ranks failed: {}", e.toString(), e);
+        }
+      }
       boolean pollFiles = !filesPolled || now - lastFilePollNanos >= settings.pollInterval().toNanos();
       if (pollFiles) {
         filesPolled = true;
@@ -226,12 +339,13 @@ public final class NodeAgent implements AutoCloseable {
           r.reset("agent error", e, now);
         }
       }
-      boolean all = ranks.values().stream().allMatch(LocalRank::isWelcomed);
+      boolean all = !ranks.isEmpty() && ranks.values().stream().allMatch(LocalRank::isWelcomed);
       if (all != connected) {
         connected = all;
         if (all) {
           log.info("all {} ranks connected to the daemon", ranks.size());
-        } else {
+        } else if (!ranksChanged) {
+          // A rank found or restarted just now is connecting; its own log line says so.
           log.warn("lost the daemon for some ranks; reconnecting");
         }
       }

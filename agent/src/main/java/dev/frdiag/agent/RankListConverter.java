@@ -4,16 +4,19 @@ import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine;
 
-/** Parses the rank lists of {@code --local-ranks}: "0-7", "0,2,4-6". */
+/** Parses the rank lists of {@code --local-ranks}: "0-7", "0,2,4-6", or "auto" for ranks found at run time. */
 final class RankListConverter implements CommandLine.ITypeConverter<RankListConverter.RankList> {
   /** More ranks than any job has; a range beyond it is a typo. */
   static final int MAX_RANKS = 1 << 20;
 
-  /** The ranks of a rank list, in the order given. */
-  record RankList(List<Integer> ranks) {}
+  /** The ranks of a rank list, in the order given; none when they are to be discovered ({@code auto}). */
+  record RankList(List<Integer> ranks, boolean auto) {}
 
   @Override
   public RankList convert(String value) {
+    if (value.trim().equals("auto")) {
+      return new RankList(List.of(), true);
+    }
     List<Integer> ranks = new ArrayList<>();
     for (String part : value.split(",", -1)) {
       String p = part.trim();
@@ -33,11 +36,11 @@ final class RankListConverter implements CommandLine.ITypeConverter<RankListConv
         ranks.add(r);
       }
     }
-    return new RankList(List.copyOf(ranks));
+    return new RankList(List.copyOf(ranks), false);
   }
 
   private static CommandLine.TypeConversionException bad(String value, String why) {
     return new CommandLine.TypeConversionException("'" + value + "' is not a rank list: " + why
-        + " (use e.g. 0-7 or 0,2,4-6)");
+        + " (use e.g. 0-7, 0,2,4-6 or auto)");
   }
 }

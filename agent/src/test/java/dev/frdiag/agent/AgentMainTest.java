@@ -34,6 +34,18 @@ class AgentMainTest {
   }
 
   @Test
+  void discoversRanksWithAutoAndTakesTheirWorldSize() {
+    AgentSettings s = AgentMain.parse("--job", "run7", "--local-ranks", "auto", "--run-id", "llama-42");
+
+    assertThat(s.discoverRanks()).isTrue();
+    assertThat(s.localRanks()).isEmpty();
+    assertThat(s.worldSize()).isZero();
+    assertThat(s.runId()).isEqualTo("llama-42");
+    assertThat(error("--job", "j", "--world-size", "8", "--local-ranks", "0-3", "--run-id", "x"))
+        .isEqualTo("--run-id needs --local-ranks auto");
+  }
+
+  @Test
   void readsEveryOption() {
     AgentSettings s = AgentMain.parse("--job=run7", "--daemon", "10.0.0.5:6000", "--world-size", "8",
         "--local-ranks", "0-7", "--hostname", "gpu-node-3", "--dump-prefix", "/tmp/nccl_trace_rank_",
@@ -81,10 +93,10 @@ class AgentMainTest {
         .isEqualTo("missing --job");
     assertThat(error("--job", "j", "--world-size", "8", "--local-ranks", "7-0"))
         .isEqualTo("Invalid value for option '--local-ranks': '7-0' is not a rank list: range 7-0 goes down"
-            + " (use e.g. 0-7 or 0,2,4-6)");
+            + " (use e.g. 0-7, 0,2,4-6 or auto)");
     assertThat(error("--job", "j", "--world-size", "8", "--local-ranks", "0-3,x"))
         .isEqualTo("Invalid value for option '--local-ranks': '0-3,x' is not a rank list: 'x' is neither a rank"
-            + " nor a range (use e.g. 0-7 or 0,2,4-6)");
+            + " nor a range (use e.g. 0-7, 0,2,4-6 or auto)");
     assertThat(error("--job", "j", "--world-size", "8", "--local-ranks", "4-11"))
         .isEqualTo("local rank 8 is outside world size 8 (ranks 0-7)");
     assertThat(error("--job", "j", "--world-size", "eight", "--local-ranks", "0"))

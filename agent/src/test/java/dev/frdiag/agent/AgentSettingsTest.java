@@ -37,6 +37,19 @@ class AgentSettingsTest {
   }
 
   @Test
+  void discoveredRanksNeedNoListAndMayTakeTheirWorldSize() {
+    AgentSettings s = valid().localRanks(List.of()).worldSize(0).discoverRanks(true).runId("").build();
+    assertThat(s.discoverRanks()).isTrue();
+    assertThat(s.worldSize()).isZero();
+    assertThat(s.runId()).isNull();
+    assertThat(s.withWorldSize(16).worldSize()).isEqualTo(16);
+    assertThatThrownBy(() -> valid().discoverRanks(true).build())
+        .hasMessage("local ranks are either listed or discovered, not both");
+    assertThatThrownBy(() -> valid().localRanks(List.of()).worldSize(-1).discoverRanks(true).build())
+        .hasMessage("world size must be at least 1, got -1");
+  }
+
+  @Test
   void refusesInvalidValuesWithOneClearMessage() {
     assertThatThrownBy(() -> valid().jobId("").build()).hasMessage("a job id is required");
     assertThatThrownBy(() -> valid().jobId("my job").build())

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
@@ -40,6 +41,12 @@ final class ChildProcess implements AutoCloseable {
   }
 
   static ChildProcess java(String name, String mainClass, List<String> args) throws IOException {
+    return java(name, mainClass, args, Map.of());
+  }
+
+  /** Starts {@code java -cp <this class path> mainClass args…} with {@code env} added to this JVM's environment. */
+  static ChildProcess java(String name, String mainClass, List<String> args, Map<String, String> env)
+      throws IOException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     // Small and quick to start: these processes only read files and talk over loopback.
@@ -50,7 +57,9 @@ final class ChildProcess implements AutoCloseable {
     command.add(System.getProperty("java.class.path"));
     command.add(mainClass);
     command.addAll(args);
-    return new ChildProcess(name, new ProcessBuilder(command).start());
+    ProcessBuilder builder = new ProcessBuilder(command);
+    builder.environment().putAll(env);
+    return new ChildProcess(name, builder.start());
   }
 
   private void collect(InputStream in, String tag) {

@@ -1,5 +1,6 @@
 package dev.frdiag.report;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
@@ -8,8 +9,11 @@ import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.time.Instant;
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 
 /**
  * A postmortem report, schema {@value #SCHEMA}: a diagnosis plus when and why it was made.
@@ -22,12 +26,16 @@ import java.util.Objects;
  * @param createdAt when it was made; written as ISO-8601 ({@link Instant#toString()})
  * @param trigger what started the analysis
  * @param timeline what happened when, oldest first
+ * @param scheduler where the job ran as its scheduler and launcher name it ("slurm.job_id", "kubernetes.pod",
+ *     "torchelastic.restart_count"…), keys sorted; empty when unknown (offline reports, older reports)
  */
 public record Report(String schema, String reportId, String job, Verdict verdict, Symptom symptom,
     String headline, List<Integer> culpritRanks, List<String> culpritHosts, CollectiveRef collective,
     double confidence, List<Evidence> evidence, Instant createdAt, Trigger trigger, List<TimelineEntry> timeline,
     List<Culprit> culprits, List<StuckCollective> stuckCollectives, List<Diagnosis.RankGroup> rankStates,
-    String recommendation) {
+    String recommendation,
+    // Left out of the JSON when empty: offline reports have no scheduler, and their documents stay as they were.
+    @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, String> scheduler) {
 
   public static final String SCHEMA = "frdiag.report/v1";
 
@@ -43,6 +51,8 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     culprits = culprits == null ? List.of() : List.copyOf(culprits);
     stuckCollectives = stuckCollectives == null ? List.of() : List.copyOf(stuckCollectives);
     rankStates = rankStates == null ? List.of() : List.copyOf(rankStates);
+    // Sorted, so the JSON and the text list the keys in one order.
+    scheduler = scheduler == null ? Map.of() : Collections.unmodifiableMap(new TreeMap<>(scheduler));
   }
 
   /** One moment in an incident. */
@@ -95,11 +105,17 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     }
   }
 
-  /** Wraps a diagnosis into a report. */
+  /** Wraps a diagnosis into a report, with no scheduler names. */
   public static Report of(String reportId, String job, Trigger trigger, Instant createdAt, Diagnosis d,
       List<TimelineEntry> timeline) {
+    return of(reportId, job, trigger, createdAt, d, timeline, Map.of());
+  }
+
+  /** Wraps a diagnosis into a report of a job its scheduler names {@code scheduler}. */
+  public static Report of(String reportId, String job, Trigger trigger, Instant createdAt, Diagnosis d,
+      List<TimelineEntry> timeline, Map<String, String> scheduler) {
     return new Report(SCHEMA, reportId, job, d.verdict(), d.symptom(), d.headline(), d.culpritRanks(),
         d.culpritHosts(), d.collective(), d.confidence(), d.evidence(), createdAt, trigger, timeline,
-        d.culprits(), d.stuck(), d.rankStates(), d.recommendation());
+        d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler);
   }
 }

@@ -44,6 +44,11 @@ public final class ReportText {
     if (!r.reportId().isEmpty()) {
       field(sb, md, "report", r.reportId());
     }
+    if (!r.scheduler().isEmpty()) {
+      StringBuilder names = new StringBuilder();
+      r.scheduler().forEach((k, v) -> names.append(names.length() == 0 ? "" : ", ").append(k).append('=').append(v));
+      field(sb, md, "scheduler", names.toString());
+    }
     field(sb, md, "created", DateTimeFormatter.ISO_INSTANT.format(r.createdAt().truncatedTo(ChronoUnit.SECONDS))
         + " (trigger: " + r.trigger().wire() + ")");
     CollectiveRef c = r.collective();

@@ -15,6 +15,7 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class ReportJsonTest {
@@ -35,6 +36,31 @@ class ReportJsonTest {
   @Test
   void readsThePinnedText() throws IOException {
     assertThat(ReportJson.read(golden())).isEqualTo(everyField());
+  }
+
+  @Test
+  void textNamesTheSchedulerJob() {
+    assertThat(ReportText.plain(everyField())).contains("  scheduler      slurm.job_id=4242, slurm.job_name=llama-7b,"
+        + " slurm.restart_count=1, torchelastic.restart_count=2, torchelastic.run_id=4242\n");
+    assertThat(ReportText.markdown(everyField())).contains("- **scheduler**: slurm.job_id=4242, ");
+  }
+
+  @Test
+  void leavesOutSchedulerNamesWhenThereAreNone() {
+    Report r = everyField();
+    Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
+        r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
+        r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), Map.of());
+
+    assertThat(ReportJson.write(none)).doesNotContain("scheduler");
+  }
+
+  @Test
+  void readsAReportWrittenBeforeSchedulerNamesAsHavingNone() throws IOException {
+    String json = golden().replaceFirst(",\\s*\"scheduler\" : \\{[^}]*}", "");
+
+    assertThat(json).doesNotContain("scheduler");
+    assertThat(ReportJson.read(json).scheduler()).isEmpty();
   }
 
   @Test
@@ -111,7 +137,8 @@ class ReportJsonTest {
         new Report.TimelineEntry("2025-03-14T09:26:53.5Z", "stall detected"),
         new Report.TimelineEntry("2025-03-14T09:26:53.589793Z", "analysed 11 ranks in 3 ms; report written"));
     return Report.of("job42-000003", "job42", Report.Trigger.STALL, Instant.parse("2025-03-14T09:26:53.589793Z"), d,
-        timeline);
+        timeline, Map.of("slurm.job_id", "4242", "slurm.job_name", "llama-7b", "slurm.restart_count", "1",
+            "torchelastic.run_id", "4242", "torchelastic.restart_count", "2"));
   }
 
   private static String golden() throws IOException {

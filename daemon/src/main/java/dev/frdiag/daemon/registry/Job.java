@@ -18,6 +18,7 @@ import dev.frdiag.proto.v1.RankStatus;
 import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -48,6 +49,9 @@ public final class Job {
   private String latestReportId = "";
   @GuardedBy("lock")
   private final Map<String, NodeContext> contexts = new TreeMap<>();
+  /** The scheduler's names for the job, as its ranks' Hellos gave them; the newest Hello wins a key. */
+  @GuardedBy("lock")
+  private final Map<String, String> scheduler = new TreeMap<>();
 
   Job(String id, int worldSize, int window, long nowMs) {
     this.id = id;
@@ -91,6 +95,23 @@ public final class Job {
       // Frame ids are scoped to one stream.
       r.frames.clear();
       addGroups(r, groups);
+    }
+  }
+
+  /**
+   * Records where the job runs as a rank's Hello names it (Slurm job, Kubernetes pod, torchrun run); the newest
+   * value of a key wins, so a requeued job's restart count is the current one.
+   */
+  public void scheduler(Map<String, String> names) {
+    synchronized (lock) {
+      scheduler.putAll(names);
+    }
+  }
+
+  /** Where the job runs as its scheduler names it, keys sorted; empty when no rank said. */
+  public Map<String, String> scheduler() {
+    synchronized (lock) {
+      return Collections.unmodifiableMap(new TreeMap<>(scheduler));
     }
   }
 

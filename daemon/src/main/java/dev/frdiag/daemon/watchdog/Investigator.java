@@ -120,7 +120,7 @@ public final class Investigator {
           timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
               + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
           Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now,
-              diagnosis, timeline);
+              diagnosis, timeline, job.scheduler());
           store.save(report);
           job.reportWritten(report.reportId());
           log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),

@@ -158,6 +158,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       RankIdentity who = hello.getIdentity();
       Job j = registry.getOrCreate(who.getJobId(), who.getWorldSize(), millis.getAsLong());
       j.attach(who, hello.getProcessGroupsList(), this, id, hello.getDroppedRecords(), now, millis.getAsLong());
+      j.scheduler(hello.getSchedulerMap());
       this.job = j;
       this.identity = who;
       send(DaemonMessage.newBuilder().setWelcome(Welcome.newBuilder().setSessionId(id).setConfig(config)).build());

@@ -17,6 +17,9 @@ import java.util.List;
 final class MessageValidator {
   static final int MAX_WORLD_SIZE = 1 << 20;
   static final int MAX_GROUPS = 4096;
+  static final int MAX_SCHEDULER_ENTRIES = 16;
+  static final int MAX_SCHEDULER_KEY_CHARS = 64;
+  static final int MAX_SCHEDULER_VALUE_CHARS = 256;
 
   private MessageValidator() {}
 
@@ -38,6 +41,20 @@ final class MessageValidator {
           + (id.getWorldSize() - 1));
     }
     groups(hello.getProcessGroupsList(), id);
+    if (hello.getSchedulerCount() > MAX_SCHEDULER_ENTRIES) {
+      throw new IllegalArgumentException("scheduler has " + hello.getSchedulerCount() + " entries, more than "
+          + MAX_SCHEDULER_ENTRIES);
+    }
+    hello.getSchedulerMap().forEach((key, value) -> {
+      if (key.isEmpty() || key.length() > MAX_SCHEDULER_KEY_CHARS) {
+        throw new IllegalArgumentException("scheduler key '" + abbreviate(key) + "' must be 1-"
+            + MAX_SCHEDULER_KEY_CHARS + " characters");
+      }
+      if (value.length() > MAX_SCHEDULER_VALUE_CHARS) {
+        throw new IllegalArgumentException("scheduler value of '" + key + "' is longer than "
+            + MAX_SCHEDULER_VALUE_CHARS + " characters");
+      }
+    });
   }
 
   /** @throws IllegalArgumentException when the event says nothing the daemon can act on */

@@ -200,6 +200,16 @@ class CollectorServiceTest {
   }
 
   @Test
+  void theSchedulerNamesOfAHelloAreKeptForTheJobsReports() throws Exception {
+    RankMessage h = hello("job", 0, 1);
+    new RankConnection(channel).send(h.toBuilder().setHello(h.getHello().toBuilder()
+        .putScheduler("slurm.job_id", "4242").putScheduler("slurm.restart_count", "1")).build()).next();
+
+    assertThat(daemon.daemon().registry().find("job").orElseThrow().scheduler())
+        .isEqualTo(Map.of("slurm.job_id", "4242", "slurm.restart_count", "1"));
+  }
+
+  @Test
   void recordsAndHeartbeatsBecomeTheRanksWindowProgressAndDropCount() throws Exception {
     RankConnection rank = connected("job", 0, 1);
     rank.send(RankMessage.newBuilder().setRecords(RecordBatch.newBuilder().addRecords(allReduce(1, 1))
@@ -272,7 +282,10 @@ class CollectorServiceTest {
 
   @Test
   void dumpRequestReachesTheRankAndItsReplyIsWhatTheReportAnalyses() throws Exception {
-    RankConnection rank = connected("job", 0, 1);
+    RankMessage h = hello("job", 0, 1);
+    RankConnection rank = new RankConnection(channel).send(h.toBuilder().setHello(h.getHello().toBuilder()
+        .putScheduler("slurm.job_id", "4242")).build());
+    assertThat(rank.next().hasWelcome()).isTrue();
     CompletableFuture<ReportEnvelope> report = new CompletableFuture<>();
     DiagnosisGrpc.newStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS).diagnoseNow(
         DiagnoseNowRequest.newBuilder().setJobId("job").setSnapshotDeadlineMs(10_000).build(),
@@ -301,6 +314,7 @@ class CollectorServiceTest {
     Report stored = ReportJson.read(report.get(20, TimeUnit.SECONDS).getReportJson());
     assertThat(stored.timeline()).extracting(Report.TimelineEntry::event)
         .anySatisfy(e -> assertThat(e).startsWith("1 of 1 snapshots received"));
+    assertThat(stored.scheduler()).as("the job as the Hello named it").isEqualTo(Map.of("slurm.job_id", "4242"));
   }
 
   @Test

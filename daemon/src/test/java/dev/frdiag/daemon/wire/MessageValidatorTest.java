@@ -92,6 +92,22 @@ class MessageValidatorTest {
   }
 
   @Test
+  void schedulerNamesAreFewAndShort() {
+    Hello named = hello(identity("job", 0, 1)).toBuilder().putScheduler("slurm.job_id", "4242")
+        .putScheduler("kubernetes.namespace", "").build();
+    accepted(() -> MessageValidator.hello(named));
+    refused(() -> MessageValidator.hello(named.toBuilder().putScheduler("k".repeat(65), "v").build()),
+        "scheduler key '" + "k".repeat(64) + "…' must be 1-64 characters");
+    refused(() -> MessageValidator.hello(named.toBuilder().putScheduler("slurm.job_name", "x".repeat(257)).build()),
+        "scheduler value of 'slurm.job_name' is longer than 256 characters");
+    Hello.Builder many = named.toBuilder();
+    for (int i = 0; i < 15; i++) {
+      many.putScheduler("key" + i, "v");
+    }
+    refused(() -> MessageValidator.hello(many.build()), "scheduler has 17 entries, more than 16");
+  }
+
+  @Test
   void globalRankLiesInsideTheWorld() {
     accepted(() -> MessageValidator.hello(hello(identity("job", 3, 4))));
     refused(() -> MessageValidator.hello(hello(identity("job", 4, 4))), "global_rank 4 is outside 0..3");
