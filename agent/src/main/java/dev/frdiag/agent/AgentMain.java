@@ -71,6 +71,26 @@ public final class AgentMain implements Callable<Integer> {
           + "cannot ask ranks for fresh dumps and uses only those they write on their own (default: none).")
   String pipePrefix;
 
+  @Option(names = "--worker-socket", paramLabel = "PATTERN",
+      description = "The job's TORCH_WORKER_SERVER_SOCKET with {rank} for the global rank, such as "
+          + "/tmp/torch_worker_{rank}.sock: each rank's PyTorch worker server (2.4+, training script under "
+          + "torch.distributed.elastic.control_plane.worker_main) is asked for its active Flight Recorder entries "
+          + "every --progress-interval, so the daemon's stall timeout applies to the job (default: none).")
+  String workerSocket;
+
+  @Option(names = "--progress-interval", paramLabel = "DURATION", defaultValue = "5s",
+      converter = DurationConverter.class,
+      description = "How often each rank's worker server is asked for its progress; one small request, no stack "
+          + "traces (default ${DEFAULT-VALUE}).")
+  Duration progressInterval;
+
+  @Option(names = "--pipe-dump-interval", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "For a rank whose worker server does not answer (or without --worker-socket): make it dump "
+          + "through its debug pipe this often and take its progress from the dump. Each time costs the rank a full "
+          + "Flight Recorder dump, stack traces included, written to disk; use minutes rather than seconds "
+          + "(default: off).")
+  Duration pipeDumpInterval;
+
   @Option(names = "--log", paramLabel = "FILE", split = ",",
       description = "A training log to follow for PyTorch watchdog lines; repeat the option or separate files "
           + "with commas (default: none).")
@@ -223,7 +243,9 @@ public final class AgentMain implements Callable<Integer> {
       return AgentSettings.builder().jobId(job).worldSize(worldSize).localRanks(localRanks.ranks())
           .hostname(hostname).dumpPrefix(home(dumpPrefix)).pipePrefix(pipePrefix == null ? null : home(pipePrefix))
           .logFiles(logs.stream().filter(l -> !l.isBlank()).map(l -> Path.of(home(l.trim()))).toList())
-          .pollInterval(pollInterval).dumpWait(dumpWait).build();
+          .pollInterval(pollInterval).dumpWait(dumpWait)
+          .workerSocket(workerSocket == null ? null : home(workerSocket)).progressInterval(progressInterval)
+          .pipeDumpInterval(pipeDumpInterval).build();
     } catch (IllegalArgumentException e) {
       throw new UsageException(e.getMessage());
     }

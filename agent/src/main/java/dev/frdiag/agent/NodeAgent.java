@@ -1,6 +1,8 @@
 package dev.frdiag.agent;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.agent.controlplane.UnixHttpClient;
+import dev.frdiag.agent.controlplane.WorkerServer;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.NodeContext;
@@ -36,19 +38,34 @@ import org.slf4j.LoggerFactory;
  * requests per rank, the last dump read (at most {@link AgentSettings#maxDumpBytes()} of file), one bounded
  * chunk and one partial line per log.
  *
- * <p>The agent claims only what it sees. A dump is a snapshot of one moment, so heartbeats carry no progress
- * (an old snapshot's outstanding collective would look to the daemon like a group that stopped advancing);
- * incidents start from the watchdog lines, and the daemon gets fresh dumps by asking. Dumps and log lines already
- * on disk when the agent starts are history, possibly of an earlier run, and are not sent.
+ * <p>The agent claims only what it sees. Heartbeats carry a rank's progress only from a fresh answer, each answer
+ * once: the rank's worker server asked at the progress interval ({@link AgentSettings#workerSocket()}), or, when
+ * that does not answer and periodic pipe dumps are on, a dump the rank wrote since its pipe was last written. A
+ * rank that stops answering sends no progress, so in the daemon's eyes it stops advancing and, with work
+ * outstanding, stalls after the daemon's stall timeout; an old snapshot is never passed off as current. Incidents
+ * also start from the watchdog lines, and the daemon gets full dumps (with stacks) by asking. Dumps and log lines
+ * already on disk when the agent starts are history, possibly of an earlier run, and are not sent.
+ *
+ * <p>Worker servers are asked, and the ranks' pids looked for in {@code /proc}, on a small pool of threads of their
+ * own, so a rank whose server hangs delays neither the other ranks' streams nor the agent's thread.
  */
 public final class NodeAgent implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(NodeAgent.class);
   /** How far back the counter window reaches when an incident asks for context. */
   static final Duration CONTEXT_LOOKBACK = Duration.ofMinutes(5);
+  /**
+   * How long a worker server may take to answer. Short: building the JSON of active entries takes milliseconds,
+   * and a server that hangs holds up its poller thread, shared with other ranks.
+   */
+  static final Duration WORKER_SERVER_TIMEOUT = Duration.ofSeconds(2);
+  /** Worker servers asked at once. */
+  static final int MAX_POLLER_THREADS = 4;
 
   private final AgentSettings settings;
   private final LongSupplier nanoTime;
   private final ScheduledExecutorService executor;
+  /** Asks the ranks' worker servers and looks for their pids; null when there is nothing to ask or look at. */
+  private final ScheduledExecutorService poller;
   private final CollectorGrpc.CollectorStub contextStub;
   private final Object lock = new Object();
   /** Fixed at construction; the ranks' own state is guarded by lock. */
@@ -103,9 +120,28 @@ public final class NodeAgent implements AutoCloseable {
     this.contextStub = CollectorGrpc.newStub(channel);
     DumpReader reader = DumpReader.builder().maxFileBytes(settings.maxDumpBytes()).build();
     Map<Integer, LocalRank> node = Collections.unmodifiableMap(ranks);
+    WorkerServer server = new WorkerServer(new UnixHttpClient(UnixHttpClient.DEFAULT_CONNECT_TIMEOUT,
+        WORKER_SERVER_TIMEOUT, (int) Math.min(settings.maxDumpBytes(), DumpReader.MAX_FILE_BYTES_LIMIT)));
+    ProcessFinder finder = new ProcessFinder(Path.of("/proc"));
+    List<RankProgress> progress = new ArrayList<>();
     for (int rank : settings.localRanks()) {
+      RankProgress p = new RankProgress(rank, settings, server, reader, finder, nanoTime);
+      progress.add(p);
       ranks.put(rank, new LocalRank(rank, settings, channel, reader, clock, lock, node,
-          () -> contextWanted = true, this::wake));
+          () -> contextWanted = true, this::wake, p));
+    }
+    if (settings.workerSocket() != null || settings.pipePrefix() != null) {
+      this.poller = Executors.newScheduledThreadPool(Math.min(progress.size(), MAX_POLLER_THREADS), r -> {
+        Thread t = new Thread(r, "frdiag-agent-progress");
+        t.setDaemon(true);
+        return t;
+      });
+      for (RankProgress p : progress) {
+        poller.scheduleWithFixedDelay(p::poll, 0, settings.progressInterval().toNanos(),
+            TimeUnit.NANOSECONDS);
+      }
+    } else {
+      this.poller = null;
     }
     for (Path logFile : settings.logFiles()) {
       logs.add(new LogFollower(logFile, this::onWatchdogLine));
@@ -118,9 +154,10 @@ public final class NodeAgent implements AutoCloseable {
     // Streams and pending requests are looked after at the batch delay; files only every poll interval.
     long period = Math.min(settings.pollInterval().toNanos(), settings.stream().maxBatchDelay().toNanos());
     executor.scheduleWithFixedDelay(this::tick, 0, period, TimeUnit.NANOSECONDS);
-    log.info("node agent for job {} on {}: ranks {}, dumps {}<rank>, pipes {}, {} log file(s)", settings.jobId(),
-        settings.hostname(), settings.localRanks(), settings.dumpPrefix(),
-        settings.pipePrefix() == null ? "none" : settings.pipePrefix() + "<rank>.pipe", logs.size());
+    log.info("node agent for job {} on {}: ranks {}, dumps {}<rank>, pipes {}, {} log file(s), progress {}",
+        settings.jobId(), settings.hostname(), settings.localRanks(), settings.dumpPrefix(),
+        settings.pipePrefix() == null ? "none" : settings.pipePrefix() + "<rank>.pipe", logs.size(),
+        progressSource(settings));
   }
 
   /** True when the daemon has welcomed every local rank's stream. Thread-safe. */
@@ -150,6 +187,19 @@ public final class NodeAgent implements AutoCloseable {
       }
     }
     executor.shutdownNow();
+    if (poller != null) {
+      poller.shutdownNow();
+    }
+  }
+
+  private static String progressSource(AgentSettings s) {
+    String pipe = s.pipeDumpInterval() != null && s.pipePrefix() != null
+        ? "pipe dumps every " + s.pipeDumpInterval() : null;
+    if (s.workerSocket() != null) {
+      return "from worker servers " + s.workerSocket() + " every " + s.progressInterval()
+          + (pipe == null ? "" : ", else " + pipe);
+    }
+    return pipe == null ? "none" : "from " + pipe;
   }
 
   /** Runs a tick soon: a request waits. Called on gRPC threads. */
