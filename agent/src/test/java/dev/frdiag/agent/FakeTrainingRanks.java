@@ -61,8 +61,9 @@ public final class FakeTrainingRanks {
   enum Stall { NONE, CPU, GPU }
 
   /** One rank's training, as a function of time. Thread-safe. */
-  static final class Training {
+  public static final class Training {
     final int rank;
+    final int ring;
     final int worldSize;
     final long startMillis;
     final long periodMillis;
@@ -70,11 +71,18 @@ public final class FakeTrainingRanks {
     private volatile long stallSeq;
     final AtomicLong requests = new AtomicLong();
 
-    Training(int rank, int worldSize, long startMillis, long periodMillis) {
+    /** @param ring entries the Flight Recorder keeps (TORCH_FR_BUFFER_SIZE) */
+    public Training(int rank, int worldSize, long startMillis, long periodMillis, int ring) {
       this.rank = rank;
+      this.ring = ring;
       this.worldSize = worldSize;
       this.startMillis = startMillis;
       this.periodMillis = periodMillis;
+    }
+
+    /** Requests served by its worker server. */
+    public long requests() {
+      return requests.get();
     }
 
     void stall(Stall how, long atMillis) {
@@ -105,8 +113,8 @@ public final class FakeTrainingRanks {
       return stall == Stall.GPU ? Math.min(done, stallSeq) : done;
     }
 
-    /** The rank's Flight Recorder at {@code t}: the last {@link #RING} entries, or only those not completed. */
-    FlightRecorderDump dump(long t, boolean onlyActive, boolean collectives, Path file) {
+    /** The rank's Flight Recorder at {@code t}: the last {@code ring} entries, or only those not completed. */
+    public FlightRecorderDump dump(long t, boolean onlyActive, boolean collectives, Path file) {
       int[] members = IntStream.range(0, worldSize).toArray();
       CommsId.GroupLayout layout = CommsId.layoutOf(members);
       ProcessGroup.Builder world = ProcessGroup.newBuilder().setName("0").setDesc("default_pg")
@@ -117,7 +125,7 @@ public final class FakeTrainingRanks {
       long issued = issued(t);
       long completed = completed(t);
       List<CollectiveRecord> records = new ArrayList<>();
-      for (long seq = Math.max(1, issued - RING + 1); collectives && seq <= issued; seq++) {
+      for (long seq = Math.max(1, issued - ring + 1); collectives && seq <= issued; seq++) {
         boolean done = seq <= completed;
         if (onlyActive && done) {
           continue;
@@ -157,7 +165,7 @@ public final class FakeTrainingRanks {
     Map<Integer, Training> ranks = new LinkedHashMap<>();
     for (int i = 6; i < args.length; i++) {
       int rank = Integer.parseInt(args[i]);
-      Training t = new Training(rank, worldSize, start, period);
+      Training t = new Training(rank, worldSize, start, period, RING);
       ranks.put(rank, t);
       if (!socketPattern.equals("none")) {
         serve(t, Path.of(socketPattern.replace("{rank}", Integer.toString(rank))));
@@ -216,22 +224,27 @@ public final class FakeTrainingRanks {
     });
   }
 
-  /** The worker server: refuses to start over an existing socket file, as PyTorch's does. */
-  private static void serve(Training t, Path socket) throws IOException {
+  /**
+   * Serves {@code t}'s worker server on {@code socket} until the returned channel is closed, which leaves the
+   * socket file behind as a rank that died does. Refuses to start over an existing file, as PyTorch does.
+   */
+  public static ServerSocketChannel serve(Training t, Path socket) throws IOException {
     if (Files.exists(socket)) {
       throw new IOException(socket + " already exists");
     }
     ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
     server.bind(UnixDomainSocketAddress.of(socket));
     daemon("worker-server-" + t.rank, () -> {
-      while (true) {
+      while (server.isOpen()) {
         try (SocketChannel ch = server.accept()) {
           handle(t, ch);
         } catch (IOException e) {
-          // The client went away mid-request; serve the next.
+          // The client went away mid-request, or the server was closed.
         }
       }
+      return null;
     });
+    return server;
   }
 
   private static void handle(Training t, SocketChannel ch) throws IOException {

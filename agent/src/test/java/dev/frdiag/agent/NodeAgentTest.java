@@ -254,6 +254,39 @@ class NodeAgentTest {
     return new NodeAgent(settings, channel);
   }
 
+  @Test
+  void sendsProgressOnlyFromFreshWorkerServerAnswers() throws Exception {
+    Path socket = dir.resolve("torch_worker_0.sock");
+    java.nio.channels.ServerSocketChannel server = FakeTrainingRanks.serve(new FakeTrainingRanks.Training(0, 2,
+        System.currentTimeMillis(), 20, 64), socket);
+    agent = start(settings(0).workerSocket(dir + "/torch_worker_{rank}.sock")
+        .progressInterval(Duration.ofMillis(20)).build());
+
+    await().atMost(WAIT).until(() -> withProgress(0) >= 3);
+    assertThat(daemon.of(0, BodyCase.HELLO).get(0).getHello().getIdentity().getPid())
+        .as("the socket is served by the agent's own process, which it never takes for a rank").isZero();
+    assertThat(daemon.of(0, BodyCase.PROCESS_GROUPS)).singleElement().satisfies(m -> assertThat(
+        m.getProcessGroups().getProcessGroupsList()).extracting(ProcessGroup::getName).containsExactly("0"));
+    List<Long> completed = daemon.of(0, BodyCase.HEARTBEAT).stream()
+        .filter(m -> m.getHeartbeat().getProgressCount() > 0)
+        .map(m -> m.getHeartbeat().getProgress(0).getLastCompletedSeq()).toList();
+    assertThat(completed).as("each answer sent once, as the rank advances").isSorted().doesNotHaveDuplicates();
+
+    // The rank dies, leaving its socket file behind: its last counts are not sent again.
+    server.close();
+    int heartbeats = daemon.of(0, BodyCase.HEARTBEAT).size();
+    await().atMost(WAIT).until(() -> daemon.of(0, BodyCase.HEARTBEAT).size() >= heartbeats + 5);
+    long sent = withProgress(0);
+    int later = daemon.of(0, BodyCase.HEARTBEAT).size();
+    await().atMost(WAIT).until(() -> daemon.of(0, BodyCase.HEARTBEAT).size() >= later + 5);
+    assertThat(withProgress(0)).isEqualTo(sent);
+  }
+
+  private long withProgress(int rank) {
+    return daemon.of(rank, BodyCase.HEARTBEAT).stream().filter(m -> m.getHeartbeat().getProgressCount() > 0)
+        .count();
+  }
+
   private AgentSettings.Builder settings(Integer... ranks) {
     return AgentSettings.builder().jobId("job1").hostname("node0").worldSize(2).localRanks(List.of(ranks))
         .dumpPrefix(dir + "/trace_rank_").logFiles(List.of(dir.resolve("train.log")))
