@@ -33,10 +33,10 @@ import org.slf4j.LoggerFactory;
  * Recorder dumps as they appear, triggers fresh dumps through their debug pipes when the daemon asks, and
  * forwards the watchdog lines of their training logs as events (which is how a real job's incident starts).
  *
- * <p>It never touches the training processes beyond writing to their pipes. One thread does all the work; each
- * rank has its own stream to the daemon, reconnecting on its own. Memory is bounded: a few queued events and
- * requests per rank, the last dump read (at most {@link AgentSettings#maxDumpBytes()} of file), one bounded
- * chunk and one partial line per log.
+ * <p>It never touches the training processes beyond writing to their pipes and asking their worker servers. One
+ * thread does the work but for those questions; each rank has its own stream to the daemon, reconnecting on its
+ * own. Memory is bounded: a few queued events and requests per rank, the last dump read (at most
+ * {@link AgentSettings#maxDumpBytes()} of file), one bounded chunk and one partial line per log.
  *
  * <p>The agent claims only what it sees. Heartbeats carry a rank's progress only from a fresh answer, each answer
  * once: the rank's worker server asked at the progress interval ({@link AgentSettings#workerSocket()}), or, when
