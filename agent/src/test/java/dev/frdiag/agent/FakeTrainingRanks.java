@@ -47,7 +47,7 @@ import java.util.stream.IntStream;
  * <p>Arguments: {@code worldSize startMillis periodMs socketPattern pipePrefix dumpPrefix rank...}. Commands on
  * stdin: {@code stall <rank|all> cpu|gpu <atMillis>}: from that time on, {@code cpu} issues nothing more (a CPU-side
  * stall), {@code gpu} issues one more collective that never completes (a rank waiting on a peer);
- * {@code exit}. Prints {@code ready} once every rank serves, {@code dumped <rank>} after each pipe dump.
+ * {@code exit}. Prints its pid, then {@code ready} once every rank serves, {@code dumped <rank>} after each pipe dump.
  */
 public final class FakeTrainingRanks {
   /** Entries a rank's ring keeps, like TORCH_FR_BUFFER_SIZE. */
@@ -172,6 +172,7 @@ public final class FakeTrainingRanks {
       }
       listen(t, Path.of(pipePrefix + rank + ".pipe"), Path.of(dumpPrefix + rank));
     }
+    say("pid " + ProcessHandle.current().pid());
     say("ready");
     BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String command;
