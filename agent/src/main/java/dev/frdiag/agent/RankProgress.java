@@ -67,6 +67,11 @@ final class RankProgress {
   private volatile long pid;
   /** Poller thread only. */
   private String lastProblem;
+  /**
+   * The last answer that held entries: its seqs tell which groups' pg_status counts P2P work when a later answer
+   * has no active entries to tell by.
+   */
+  private FlightRecorderDump lastWithEntries;
   private long pidLookedForNanos;
   private boolean pidLooked;
   /** Agent thread only: when the pipe was last written for progress (monotonic and epoch ms). */
@@ -129,7 +134,10 @@ final class RankProgress {
     try {
       byte[] json = server.dumpJson(socket, true);
       FlightRecorderDump dump = DumpFile.usable(rank, settings.worldSize(), reader.parse(json, socket, rank),
-          List.of());
+          lastWithEntries == null ? List.of() : List.of(lastWithEntries));
+      if (!dump.records().isEmpty()) {
+        lastWithEntries = dump;
+      }
       fresh.set(new Reading(dump.processGroups(), dump.progress(), "worker server"));
       if (!answering) {
         log.info("rank {}: worker server at {} answers; progress is live", rank, socket);
