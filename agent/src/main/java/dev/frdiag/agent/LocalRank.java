@@ -160,7 +160,7 @@ final class LocalRank implements RankStream.Listener {
     }
     if ((pollFiles || !trigger.isEmpty()) && dump.lookAt(this::peerDumps)) {
       unshipped = true;
-      progress.dumpRead(dump.last(), dump.lastModifiedMillis());
+      progress.dumpRead(dump.last(), dump.lastModifiedMillis(), nowNanos);
     }
     if (!open) {
       // Replies can only go on a stream; a request whose answer fell due meanwhile is no longer awaited.
@@ -175,7 +175,7 @@ final class LocalRank implements RankStream.Listener {
     }
     trigger.answer(nowNanos, dump, reply -> stream.send(RankMessage.newBuilder().setDumpReply(reply).build()));
     // Progress goes out as soon as a fresh answer gives it, and only once: heartbeats between answers carry none.
-    RankProgress.Reading reading = progress.takeFresh();
+    RankProgress.Reading reading = progress.takeFresh(nowNanos);
     if (reading != null) {
       announce(reading.groups());
     }

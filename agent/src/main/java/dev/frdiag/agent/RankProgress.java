@@ -40,13 +40,13 @@ final class RankProgress {
    *
    * @param groups the rank's process groups the answer names
    * @param progress per group, the last enqueued and completed seqs
-   * @param source where it came from, for logs
+   * @param atNanos when it was read (monotonic)
+   * @param maxAgeNanos how old it may be when sent; older, it is not current any more
    */
-  record Reading(List<ProcessGroup> groups, List<ProcessGroupProgress> progress, String source) {
+  record Reading(List<ProcessGroup> groups, List<ProcessGroupProgress> progress, long atNanos, long maxAgeNanos) {
     Reading {
       groups = List.copyOf(groups);
       progress = List.copyOf(progress);
-      Objects.requireNonNull(source, "source");
     }
   }
 
@@ -105,9 +105,13 @@ final class RankProgress {
     return pid;
   }
 
-  /** The reading not yet sent, or null; a reading is returned once. Thread-safe. */
-  Reading takeFresh() {
-    return fresh.getAndSet(null);
+  /**
+   * The reading not yet sent, or null; a reading is returned once, and not at all once it is too old to be
+   * current (read while the stream to the daemon was down, say). Thread-safe.
+   */
+  Reading takeFresh(long nowNanos) {
+    Reading r = fresh.getAndSet(null);
+    return r == null || nowNanos - r.atNanos() > r.maxAgeNanos() ? null : r;
   }
 
   /**
@@ -138,7 +142,9 @@ final class RankProgress {
       if (!dump.records().isEmpty()) {
         lastWithEntries = dump;
       }
-      fresh.set(new Reading(dump.processGroups(), dump.progress(), "worker server"));
+      // Two intervals: one answer may come late, the next one would replace it.
+      fresh.set(new Reading(dump.processGroups(), dump.progress(), nanoTime.getAsLong(),
+          2 * settings.progressInterval().toNanos()));
       if (!answering) {
         log.info("rank {}: worker server at {} answers; progress is live", rank, socket);
       }
@@ -192,9 +198,10 @@ final class RankProgress {
    * A dump the agent read from the rank's dump file: fresh progress when written since the pipe was last
    * written for progress, and the worker server does not answer. Under the agent's lock.
    */
-  void dumpRead(FlightRecorderDump dump, long modifiedMillis) {
+  void dumpRead(FlightRecorderDump dump, long modifiedMillis, long nowNanos) {
     if (!answering && pipeDumped && modifiedMillis >= pipeDumpMillis - DumpTrigger.RECENT_DUMP_MILLIS) {
-      fresh.set(new Reading(dump.processGroups(), dump.progress(), "pipe dump"));
+      fresh.set(new Reading(dump.processGroups(), dump.progress(), nowNanos,
+          2 * settings.pipeDumpInterval().toNanos()));
     }
   }
 
