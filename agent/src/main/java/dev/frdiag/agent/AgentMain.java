@@ -28,8 +28,9 @@ import picocli.CommandLine.Option;
 @Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     sortOptions = false, usageHelpAutoWidth = true,
     description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
-        + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, and forwards the "
-        + "watchdog lines of their training logs.",
+        + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, forwards the "
+        + "watchdog lines of their training logs, and, with --worker-socket, sends their live progress so the "
+        + "daemon's stall timeout applies.",
         "",
         "Every option can also be set in a --config file, one key=value per line, the key being the option's "
         + "name without dashes (world-size=16, local-ranks=8-15, log=/logs/a.log,/logs/b.log). Options on the "

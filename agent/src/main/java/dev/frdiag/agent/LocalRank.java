@@ -106,7 +106,8 @@ final class LocalRank implements RankStream.Listener {
     helloPid = progress.pid();
     return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
         .setJobId(settings.jobId()).setGlobalRank(rank).setWorldSize(settings.worldSize())
-        .setLocalRank(settings.localRanks().indexOf(rank)).setHostname(settings.hostname()).setPid(helloPid).setCudaDevice(-1)
+        .setLocalRank(settings.localRanks().indexOf(rank)).setHostname(settings.hostname()).setPid(helloPid)
+        .setCudaDevice(-1)
         .setFrdiagVersion(FrdiagVersion.current()).setFrameworkVersion("torch").setNcclVersion(
             last == null ? "" : last.commLibVersion()))
         .addAllProcessGroups(announced).setRingCapacity(0)).build();

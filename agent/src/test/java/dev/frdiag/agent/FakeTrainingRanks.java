@@ -172,6 +172,11 @@ public final class FakeTrainingRanks {
       }
       listen(t, Path.of(pipePrefix + rank + ".pipe"), Path.of(dumpPrefix + rank));
     }
+    // Loads and warms what answering takes, so the first answers are as quick as the later ones.
+    for (Training t : ranks.values()) {
+      DumpWriter.toJson(t.dump(System.currentTimeMillis(), true, true, Path.of("warm-up")));
+      DumpWriter.toPickle(t.dump(System.currentTimeMillis(), false, true, Path.of("warm-up")));
+    }
     say("pid " + ProcessHandle.current().pid());
     say("ready");
     BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

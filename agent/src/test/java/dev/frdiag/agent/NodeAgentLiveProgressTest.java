@@ -86,6 +86,9 @@ class NodeAgentLiveProgressTest {
     NodeAgent node2 = startAgent("node02", IntStream.range(8, 16).boxed().toList(), workerServers);
     await("agents connected").atMost(STARTUP).until(() -> node1.allConnected() && node2.allConnected()
         && daemon.registry().find(JOB).map(j -> j.summary().getRanksConnected()).orElse(0) == WORLD);
+    // A rank's groups are announced with its first progress: from then on the daemon sees it train.
+    await("live progress from every rank").atMost(STARTUP).until(() -> daemon.registry().find(JOB)
+        .map(j -> IntStream.range(0, WORLD).allMatch(r -> j.knowsGroup(r, "0"))).orElse(false));
     assertThat(daemon.store().latest(JOB)).as("no incident while every rank trains").isEmpty();
 
     // Every rank stops at the same collective: the culprit issues nothing more, the others wait in the next one.

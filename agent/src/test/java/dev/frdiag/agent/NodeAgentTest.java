@@ -282,6 +282,34 @@ class NodeAgentTest {
     assertThat(withProgress(0)).isEqualTo(sent);
   }
 
+  @Test
+  @SuppressWarnings("try") // keep only holds the pipe open
+  void dumpsThroughThePipeForProgressOnlyWhileTheWorkerServerDoesNotAnswer() throws Exception {
+    Path pipe = mkfifo(dir.resolve("pipe_0.pipe"));
+    FakeTrainingRanks.Training training = new FakeTrainingRanks.Training(0, 2, System.currentTimeMillis(), 20, 64);
+    java.nio.channels.ServerSocketChannel server = FakeTrainingRanks.serve(training,
+        dir.resolve("torch_worker_0.sock"));
+    try (RandomAccessFile keep = new RandomAccessFile(pipe.toFile(), "rw");
+        FileInputStream in = new FileInputStream(pipe.toFile())) {
+      agent = start(settings(0).pipePrefix(dir + "/pipe_").workerSocket(dir + "/torch_worker_{rank}.sock")
+          .progressInterval(Duration.ofMillis(20)).pipeDumpInterval(Duration.ofMillis(50)).build());
+      await().atMost(WAIT).until(() -> withProgress(0) >= 10);
+      assertThat(in.available()).as("no pipe dump while the worker server answers").isZero();
+
+      server.close();
+      await().atMost(WAIT).until(() -> in.available() > 0);
+      // Told apart from any answer still on its way: this dump is of a rank that has trained far longer.
+      FakeTrainingRanks.Training longer = new FakeTrainingRanks.Training(0, 2, System.currentTimeMillis() - 1_000_000,
+          20, 64);
+      DumpWriter.write(longer.dump(System.currentTimeMillis(), false, true, dir.resolve("trace_rank_0")), dir,
+          "trace_rank_", DumpWriter.Encoding.PICKLE);
+
+      await().atMost(WAIT).until(() -> daemon.of(0, BodyCase.HEARTBEAT).stream()
+          .anyMatch(m -> m.getHeartbeat().getProgressCount() > 0
+              && m.getHeartbeat().getProgress(0).getLastEnqueuedSeq() > 40_000));
+    }
+  }
+
   private long withProgress(int rank) {
     return daemon.of(rank, BodyCase.HEARTBEAT).stream().filter(m -> m.getHeartbeat().getProgressCount() > 0)
         .count();

@@ -16,7 +16,10 @@ import java.util.Objects;
 public final class WorkerServer {
   /** Flight Recorder as JSON; parameters {@code includecollectives}, {@code onlyactive}. No stack traces. */
   public static final String DUMP_JSON = "dump_nccl_trace_json";
-  /** Flight Recorder as a pickle; parameters {@code includecollectives}, {@code includestacktraces}, {@code onlyactive}. */
+  /**
+   * Flight Recorder as a pickle; parameters {@code includecollectives}, {@code includestacktraces},
+   * {@code onlyactive}.
+   */
   public static final String DUMP_PICKLE = "dump_nccl_trace_pickle";
 
   private final UnixHttpClient client;

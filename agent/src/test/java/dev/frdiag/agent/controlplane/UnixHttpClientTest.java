@@ -85,7 +85,8 @@ class UnixHttpClientTest {
 
   @Test
   void refusesAChunkedAnswerLargerThanItsBound() throws Exception {
-    serve("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" + "x".repeat(1000) + "\r\n1\r\nx\r\n0\r\n\r\n");
+    serve("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" + "x".repeat(1000)
+        + "\r\n1\r\nx\r\n0\r\n\r\n");
 
     assertThatThrownBy(() -> CLIENT.post(socket(), "/x")).isInstanceOfSatisfying(ControlPlaneException.class,
         e -> assertThat(e.reason()).isEqualTo(Reason.BAD_ANSWER)).hasMessageEndingWith("larger than 1000 bytes");
