@@ -28,8 +28,9 @@ import picocli.CommandLine.Option;
 @Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     sortOptions = false, usageHelpAutoWidth = true,
     description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
-        + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, and forwards the "
-        + "watchdog lines of their training logs.",
+        + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, forwards the "
+        + "watchdog lines of their training logs, and, with --worker-socket, sends their live progress so the "
+        + "daemon's stall timeout applies.",
         "",
         "Every option can also be set in a --config file, one key=value per line, the key being the option's "
         + "name without dashes (world-size=16, local-ranks=8-15, log=/logs/a.log,/logs/b.log). Options on the "
@@ -79,6 +80,26 @@ public final class AgentMain implements Callable<Integer> {
       description = "The job's TORCH_NCCL_DEBUG_INFO_PIPE_FILE: rank r reads PREFIX<r>.pipe. Without it the agent "
           + "cannot ask ranks for fresh dumps and uses only those they write on their own (default: none).")
   String pipePrefix;
+
+  @Option(names = "--worker-socket", paramLabel = "PATTERN",
+      description = "The job's TORCH_WORKER_SERVER_SOCKET with {rank} for the global rank, such as "
+          + "/tmp/torch_worker_{rank}.sock: each rank's PyTorch worker server (2.4+, training script under "
+          + "torch.distributed.elastic.control_plane.worker_main) is asked for its active Flight Recorder entries "
+          + "every --progress-interval, so the daemon's stall timeout applies to the job (default: none).")
+  String workerSocket;
+
+  @Option(names = "--progress-interval", paramLabel = "DURATION", defaultValue = "5s",
+      converter = DurationConverter.class,
+      description = "How often each rank's worker server is asked for its progress; one small request, no stack "
+          + "traces (default ${DEFAULT-VALUE}).")
+  Duration progressInterval;
+
+  @Option(names = "--pipe-dump-interval", paramLabel = "DURATION", converter = DurationConverter.class,
+      description = "For a rank whose worker server does not answer (or without --worker-socket): make it dump "
+          + "through its debug pipe this often and take its progress from the dump. Each time costs the rank a full "
+          + "Flight Recorder dump, stack traces included, written to disk; use minutes rather than seconds "
+          + "(default: off).")
+  Duration pipeDumpInterval;
 
   @Option(names = "--log", paramLabel = "FILE", split = ",",
       description = "A training log to follow for PyTorch watchdog lines; repeat the option or separate files "
@@ -236,7 +257,9 @@ public final class AgentMain implements Callable<Integer> {
           .localRanks(localRanks.ranks()).discoverRanks(localRanks.auto()).runId(runId)
           .hostname(hostname).dumpPrefix(home(dumpPrefix)).pipePrefix(pipePrefix == null ? null : home(pipePrefix))
           .logFiles(logs.stream().filter(l -> !l.isBlank()).map(l -> Path.of(home(l.trim()))).toList())
-          .pollInterval(pollInterval).dumpWait(dumpWait).build();
+          .pollInterval(pollInterval).dumpWait(dumpWait)
+          .workerSocket(workerSocket == null ? null : home(workerSocket)).progressInterval(progressInterval)
+          .pipeDumpInterval(pipeDumpInterval).build();
     } catch (IllegalArgumentException e) {
       throw new UsageException(e.getMessage());
     }

@@ -33,14 +33,23 @@ import java.util.regex.Pattern;
  *     the agent answers sooner when the daemon's request has a shorter deadline
  * @param maxDumpBytes dump files larger than this are not read (default 64 MiB; real dumps are KB to MB)
  * @param stream how the agent's streams to the daemon behave
+ * @param workerSocket where rank r's PyTorch worker server listens (TORCH_WORKER_SERVER_SOCKET), the pattern with
+ *     {@value #RANK_PLACEHOLDER} replaced by r; null when the job runs none
+ * @param progressInterval how often each rank's worker server is asked for its progress (default 5 s)
+ * @param pipeDumpInterval how often a rank whose worker server does not answer is made to dump through its debug
+ *     pipe, for its progress; null for never (the default): each such dump is a full dump written to disk
  */
 public record AgentSettings(String jobId, String hostname, int worldSize, List<Integer> localRanks,
     boolean discoverRanks, String runId, String dumpPrefix, String pipePrefix, List<Path> logFiles,
-    Duration pollInterval, Duration dumpWait, long maxDumpBytes, ReporterSettings stream) {
+    Duration pollInterval, Duration dumpWait, long maxDumpBytes, ReporterSettings stream, String workerSocket,
+    Duration progressInterval, Duration pipeDumpInterval) {
 
   public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
   public static final Duration DEFAULT_DUMP_WAIT = Duration.ofSeconds(15);
   public static final long DEFAULT_MAX_DUMP_BYTES = 64L << 20;
+  public static final Duration DEFAULT_PROGRESS_INTERVAL = Duration.ofSeconds(5);
+  /** Stands for the global rank in {@link #workerSocket()}. */
+  public static final String RANK_PLACEHOLDER = "{rank}";
   /** The daemon's rule for job ids, checked here so a bad one fails at start and not on every reconnect. */
   static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
 
@@ -56,6 +65,7 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     Objects.requireNonNull(pollInterval, "pollInterval");
     Objects.requireNonNull(dumpWait, "dumpWait");
     Objects.requireNonNull(stream, "stream");
+    Objects.requireNonNull(progressInterval, "progressInterval");
     localRanks = List.copyOf(Objects.requireNonNull(localRanks, "localRanks"));
     logFiles = List.copyOf(Objects.requireNonNull(logFiles, "logFiles"));
     if (!JOB_ID.matcher(jobId).matches()) {
@@ -99,6 +109,19 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     if (dumpWait.isNegative() || dumpWait.isZero()) {
       throw new IllegalArgumentException("dump wait must be positive, got " + dumpWait);
     }
+    if (workerSocket != null && workerSocket.isEmpty()) {
+      workerSocket = null;
+    }
+    if (workerSocket != null && !workerSocket.contains(RANK_PLACEHOLDER)) {
+      throw new IllegalArgumentException("worker socket '" + workerSocket + "' must contain " + RANK_PLACEHOLDER
+          + ": each rank serves its own socket, such as /tmp/torch_worker_" + RANK_PLACEHOLDER + ".sock");
+    }
+    if (progressInterval.isNegative() || progressInterval.isZero()) {
+      throw new IllegalArgumentException("progress interval must be positive, got " + progressInterval);
+    }
+    if (pipeDumpInterval != null && (pipeDumpInterval.isNegative() || pipeDumpInterval.isZero())) {
+      pipeDumpInterval = null;
+    }
     if (maxDumpBytes < 1 || maxDumpBytes > DumpReader.MAX_FILE_BYTES_LIMIT) {
       throw new IllegalArgumentException("max dump bytes must be within 1.." + DumpReader.MAX_FILE_BYTES_LIMIT
           + ", got " + maxDumpBytes);
@@ -108,7 +131,7 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
   /** These settings for a job of {@code size} ranks: a discovered rank's WORLD_SIZE when none was given. */
   AgentSettings withWorldSize(int size) {
     return new AgentSettings(jobId, hostname, size, localRanks, discoverRanks, runId, dumpPrefix, pipePrefix,
-        logFiles, pollInterval, dumpWait, maxDumpBytes, stream);
+        logFiles, pollInterval, dumpWait, maxDumpBytes, stream, workerSocket, progressInterval, pipeDumpInterval);
   }
 
   /** Where rank {@code rank} writes its dump: the prefix with the rank appended, as PyTorch names it. */
@@ -119,6 +142,11 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
   /** The pipe rank {@code rank} listens on, or null when pipes are not configured. */
   public Path pipe(int rank) {
     return pipePrefix == null ? null : Path.of(pipePrefix + rank + ".pipe");
+  }
+
+  /** The socket rank {@code rank}'s worker server listens on, or null when the job runs none. */
+  public Path workerSocket(int rank) {
+    return workerSocket == null ? null : Path.of(workerSocket.replace(RANK_PLACEHOLDER, Integer.toString(rank)));
   }
 
   public static Builder builder() {
@@ -140,6 +168,9 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     private Duration dumpWait = DEFAULT_DUMP_WAIT;
     private long maxDumpBytes = DEFAULT_MAX_DUMP_BYTES;
     private ReporterSettings stream = ReporterSettings.defaults();
+    private String workerSocket;
+    private Duration progressInterval = DEFAULT_PROGRESS_INTERVAL;
+    private Duration pipeDumpInterval;
 
     private Builder() {}
 
@@ -213,12 +244,29 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
       return this;
     }
 
+    /** A pattern with {@value AgentSettings#RANK_PLACEHOLDER}; null or empty when the job runs no worker server. */
+    public Builder workerSocket(String v) {
+      workerSocket = v;
+      return this;
+    }
+
+    public Builder progressInterval(Duration v) {
+      progressInterval = v;
+      return this;
+    }
+
+    /** Null or zero for never, the default. */
+    public Builder pipeDumpInterval(Duration v) {
+      pipeDumpInterval = v;
+      return this;
+    }
+
     /** @throws IllegalArgumentException naming the first invalid value */
     public AgentSettings build() {
       // Looked up only when needed: a slow resolver must not delay a builder whose host name is given.
       return new AgentSettings(jobId, hostname == null ? localHostname() : hostname, worldSize, localRanks,
           discoverRanks, runId, dumpPrefix == null ? defaultDumpPrefix() : dumpPrefix, pipePrefix, logFiles,
-          pollInterval, dumpWait, maxDumpBytes, stream);
+          pollInterval, dumpWait, maxDumpBytes, stream, workerSocket, progressInterval, pipeDumpInterval);
     }
 
     static String localHostname() {

@@ -98,7 +98,7 @@ final class DumpFile {
     seen = version;
     try {
       FlightRecorderDump dump = reader.read(file, rank);
-      last = usable(dump, peers.get());
+      last = usable(rank, settings.worldSize(), dump, peers.get());
       lastModifiedMillis = version.modifiedMillis();
       problem = null;
       log.info("rank {}: read dump {} ({} records, format {})", rank, file, last.records().size(),
@@ -116,18 +116,19 @@ final class DumpFile {
    * world size, a record without op or creation time), so one odd dump cannot get the stream refused on every
    * reconnect.
    */
-  private FlightRecorderDump usable(FlightRecorderDump dump, List<FlightRecorderDump> peers) {
+  static FlightRecorderDump usable(int rank, int worldSize, FlightRecorderDump dump,
+      List<FlightRecorderDump> peers) {
     List<ProcessGroup> groups = new ArrayList<>();
     Set<String> names = new HashSet<>();
     for (ProcessGroup g : dump.processGroups()) {
-      boolean inWorld = g.getRanksList().stream().allMatch(m -> m >= 0 && m < settings.worldSize());
+      boolean inWorld = g.getRanksList().stream().allMatch(m -> m >= 0 && m < worldSize);
       if (inWorld && g.getRanksList().contains(rank)) {
         groups.add(g);
         names.add(g.getName());
       } else {
         log.warn("rank {}: process group '{}' of {} left out: {}", rank, g.getName(), dump.file(), inWorld
             ? "this rank is not one of its members " + g.getRanksList()
-            : "members " + g.getRanksList() + " exceed world size " + settings.worldSize());
+            : "members " + g.getRanksList() + " exceed world size " + worldSize);
       }
     }
     List<CollectiveRecord> records = new ArrayList<>(dump.records().size());

@@ -75,7 +75,7 @@ final class DumpTrigger {
     long waitMillis = Math.max(1, Math.min(settings.dumpWait().toMillis(), deadlineMillis));
     if (pending.isEmpty()) {
       triggeredAtMillis = clock.millis();
-      problem = writePipe();
+      problem = writePipe(settings.pipe(rank));
     }
     pending.add(new Pending(request, nowNanos + TimeUnit.MILLISECONDS.toNanos(waitMillis), waitMillis));
     log.info("rank {}: daemon asks for a dump (request {}: {}){}", rank, request.getRequestId(),
@@ -132,8 +132,7 @@ final class DumpTrigger {
    *
    * @return null when written, else why not
    */
-  private String writePipe() {
-    Path pipe = settings.pipe(rank);
+  static String writePipe(Path pipe) {
     if (pipe == null) {
       return "no debug pipe configured (TORCH_NCCL_DEBUG_INFO_PIPE_FILE), so it cannot be asked to dump";
     }

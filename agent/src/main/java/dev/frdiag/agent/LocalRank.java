@@ -58,7 +58,12 @@ final class LocalRank implements RankStream.Listener {
   @GuardedBy("lock")
   private final DumpTrigger trigger;
   @GuardedBy("lock")
+  private final RankProgress progress;
+  @GuardedBy("lock")
   private List<ProcessGroup> announced = List.of();
+  /** The pid the current stream's hello named. */
+  @GuardedBy("lock")
+  private long helloPid;
   @GuardedBy("lock")
   private boolean unshipped;
   @GuardedBy("lock")
@@ -84,10 +89,11 @@ final class LocalRank implements RankStream.Listener {
    * @param node every local rank of the node by global rank; read under the lock
    * @param investigating told on a gRPC thread that the daemon asked for a dump
    * @param wake told on a gRPC thread that a request waits to be served
+   * @param progress the rank's live progress and pid
    */
   LocalRank(int rank, int localRank, long pid, Map<String, String> scheduler, AgentSettings settings,
       Channel channel, DumpReader reader, Clock clock, Object lock, Map<Integer, LocalRank> node,
-      Runnable investigating, Runnable wake) {
+      Runnable investigating, Runnable wake, RankProgress progress) {
     this.rank = rank;
     this.localRank = localRank;
     this.pid = pid;
@@ -98,6 +104,7 @@ final class LocalRank implements RankStream.Listener {
     this.node = node;
     this.investigating = investigating;
     this.wake = wake;
+    this.progress = progress;
     this.events = new RankEvents(rank, settings.stream().maxQueuedEvents(), clock);
     this.dump = new DumpFile(rank, settings, reader);
     this.trigger = new DumpTrigger(rank, settings, clock);
@@ -113,9 +120,11 @@ final class LocalRank implements RankStream.Listener {
     trigger.clear();
     FlightRecorderDump last = dump.last();
     unshipped = last != null;
+    // Discovery names the process from its environment; otherwise the worker server's listener does.
+    helloPid = pid > 0 ? pid : progress.pid();
     return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
         .setJobId(settings.jobId()).setGlobalRank(rank).setWorldSize(settings.worldSize())
-        .setLocalRank(localRank).setPid(pid).setHostname(settings.hostname()).setCudaDevice(-1)
+        .setLocalRank(localRank).setPid(helloPid).setHostname(settings.hostname()).setCudaDevice(-1)
         .setFrdiagVersion(FrdiagVersion.current()).setFrameworkVersion("torch").setNcclVersion(
             last == null ? "" : last.commLibVersion()))
         .addAllProcessGroups(announced).setRingCapacity(0).putAllScheduler(scheduler)).build();
@@ -192,10 +201,23 @@ final class LocalRank implements RankStream.Listener {
   /** Moves the stream along, takes new requests, reads a new dump, and sends what is due. */
   @GuardedBy("lock")
   void tick(long nowNanos, boolean pollFiles) {
+    if (!progress.ready()) {
+      // The hello names the rank's pid, which the first answer of its worker server tells.
+      return;
+    }
+    if (stream.isWelcomed() && pid <= 0 && progress.pid() != helloPid) {
+      // A (new) process serves this rank: the daemon learns its pid from a new hello.
+      stream.reset("rank " + rank + " is process " + progress.pid() + " now", null, nowNanos);
+    }
     boolean open = stream.poll(nowNanos);
     takeRequests(nowNanos);
+    if (trigger.isEmpty() && progress.pipeDumpDue(nowNanos)) {
+      // A pending request's pipe write makes the rank dump anyway; that dump serves progress too.
+      progress.pipeDumpWritten(nowNanos, clock.millis(), DumpTrigger.writePipe(settings.pipe(rank)));
+    }
     if ((pollFiles || !trigger.isEmpty()) && dump.lookAt(this::peerDumps)) {
       unshipped = true;
+      progress.dumpRead(dump.last(), dump.lastModifiedMillis(), nowNanos);
     }
     if (!open) {
       // Replies can only go on a stream; a request whose answer fell due meanwhile is no longer awaited.
@@ -209,11 +231,20 @@ final class LocalRank implements RankStream.Listener {
       stream.send(RankMessage.newBuilder().setEvent(events.next()).build());
     }
     trigger.answer(nowNanos, dump, reply -> stream.send(RankMessage.newBuilder().setDumpReply(reply).build()));
-    if (!heartbeatSent || nowNanos - lastHeartbeatNanos >= settings.stream().heartbeatInterval().toNanos()) {
+    // Progress goes out as soon as a fresh answer gives it, and only once: heartbeats between answers carry none.
+    RankProgress.Reading reading = progress.takeFresh(nowNanos);
+    if (reading != null) {
+      announce(reading.groups());
+    }
+    if (reading != null || !heartbeatSent
+        || nowNanos - lastHeartbeatNanos >= settings.stream().heartbeatInterval().toNanos()) {
       heartbeatSent = true;
       lastHeartbeatNanos = nowNanos;
-      stream.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
-          .setSentAtNs(clock.millis() * 1_000_000L)).build());
+      Heartbeat.Builder heartbeat = Heartbeat.newBuilder().setSentAtNs(clock.millis() * 1_000_000L);
+      if (reading != null) {
+        heartbeat.addAllProgress(reading.progress());
+      }
+      stream.send(RankMessage.newBuilder().setHeartbeat(heartbeat).build());
     }
   }
 
@@ -253,12 +284,10 @@ final class LocalRank implements RankStream.Listener {
     return out;
   }
 
-  /** Announces the dump's new groups, then sends its records in batches, so the daemon's window is current. */
+  /** Tells the daemon of the groups it has not heard of from this rank. */
   @GuardedBy("lock")
-  private void ship() {
-    unshipped = false;
-    FlightRecorderDump last = dump.last();
-    List<ProcessGroup> added = new ArrayList<>(last.processGroups());
+  private void announce(List<ProcessGroup> groups) {
+    List<ProcessGroup> added = new ArrayList<>(groups);
     added.removeAll(announced);
     if (!added.isEmpty()) {
       stream.send(RankMessage.newBuilder().setProcessGroups(ProcessGroupUpdate.newBuilder()
@@ -267,6 +296,14 @@ final class LocalRank implements RankStream.Listener {
       all.addAll(added);
       announced = List.copyOf(all);
     }
+  }
+
+  /** Announces the dump's new groups, then sends its records in batches, so the daemon's window is current. */
+  @GuardedBy("lock")
+  private void ship() {
+    unshipped = false;
+    FlightRecorderDump last = dump.last();
+    announce(last.processGroups());
     ReplyBuilder.batches(last, settings.stream().maxBatchRecords(),
         batch -> stream.send(RankMessage.newBuilder().setRecords(batch).build()));
   }

@@ -6,6 +6,8 @@ import dev.frdiag.agent.discovery.ProcessTable;
 import dev.frdiag.agent.discovery.RankDiscovery;
 import dev.frdiag.agent.discovery.SchedulerIdentity;
 import dev.frdiag.agent.discovery.TorchRank;
+import dev.frdiag.agent.controlplane.UnixHttpClient;
+import dev.frdiag.agent.controlplane.WorkerServer;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.NodeContext;
@@ -37,15 +39,21 @@ import org.slf4j.LoggerFactory;
  * Recorder dumps as they appear, triggers fresh dumps through their debug pipes when the daemon asks, and
  * forwards the watchdog lines of their training logs as events (which is how a real job's incident starts).
  *
- * <p>It never touches the training processes beyond writing to their pipes. One thread does all the work; each
- * rank has its own stream to the daemon, reconnecting on its own. Memory is bounded: a few queued events and
- * requests per rank, the last dump read (at most {@link AgentSettings#maxDumpBytes()} of file), one bounded
- * chunk and one partial line per log.
+ * <p>It never touches the training processes beyond writing to their pipes and asking their worker servers. One
+ * thread does the work but for those questions; each rank has its own stream to the daemon, reconnecting on its
+ * own. Memory is bounded: a few queued events and requests per rank, the last dump read (at most
+ * {@link AgentSettings#maxDumpBytes()} of file), one bounded chunk and one partial line per log.
  *
- * <p>The agent claims only what it sees. A dump is a snapshot of one moment, so heartbeats carry no progress
- * (an old snapshot's outstanding collective would look to the daemon like a group that stopped advancing);
- * incidents start from the watchdog lines, and the daemon gets fresh dumps by asking. Dumps and log lines already
- * on disk when the agent starts are history, possibly of an earlier run, and are not sent.
+ * <p>The agent claims only what it sees. Heartbeats carry a rank's progress only from a fresh answer, each answer
+ * once: the rank's worker server asked at the progress interval ({@link AgentSettings#workerSocket()}), or, when
+ * that does not answer and periodic pipe dumps are on, a dump the rank wrote since its pipe was last written. A
+ * rank that stops answering sends no progress, so in the daemon's eyes it stops advancing and, with work
+ * outstanding, stalls after the daemon's stall timeout; an old snapshot is never passed off as current. Incidents
+ * also start from the watchdog lines, and the daemon gets full dumps (with stacks) by asking. Dumps and log lines
+ * already on disk when the agent starts are history, possibly of an earlier run, and are not sent.
+ *
+ * <p>Worker servers are asked, and the ranks' pids looked for in {@code /proc}, on a small pool of threads of their
+ * own, so a rank whose server hangs delays neither the other ranks' streams nor the agent's thread.
  */
 public final class NodeAgent implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(NodeAgent.class);
@@ -56,15 +64,28 @@ public final class NodeAgent implements AutoCloseable {
    * process's environment, and ranks start and restart over seconds, not milliseconds.
    */
   static final Duration MIN_SCAN_INTERVAL = Duration.ofSeconds(1);
+  /**
+   * How long a worker server may take to answer. Short: building the JSON of active entries takes milliseconds,
+   * and a server that hangs holds up its poller thread, shared with other ranks.
+   */
+  static final Duration WORKER_SERVER_TIMEOUT = Duration.ofSeconds(2);
+  /** Worker servers asked at once. */
+  static final int MAX_POLLER_THREADS = 4;
 
   private final AgentSettings settings;
   private final LongSupplier nanoTime;
   private final ScheduledExecutorService executor;
+  /** Asks the ranks' worker servers and looks for their pids; null when there is nothing to ask or look at. */
+  private final ScheduledExecutorService poller;
   private final CollectorGrpc.CollectorStub contextStub;
   private final Object lock = new Object();
   /** Fixed at construction, or grown as discovery finds ranks; never shrinks. */
   @GuardedBy("lock")
   private final Map<Integer, LocalRank> ranks = new LinkedHashMap<>();
+  /** Asks the ranks' worker servers. */
+  private final WorkerServer server;
+  /** Finds a rank's process when nothing names it. */
+  private final ProcessFinder finder;
   /** Finds the node's ranks; null when they are listed. */
   private final RankDiscovery discovery;
   /** The scheduler's names for the job from the agent's own environment, for ranks listed by hand. */
@@ -138,6 +159,18 @@ public final class NodeAgent implements AutoCloseable {
     this.reader = DumpReader.builder().maxFileBytes(settings.maxDumpBytes()).build();
     this.discovery = settings.discoverRanks() ? new RankDiscovery(processes, settings.runId()) : null;
     this.ownScheduler = SchedulerIdentity.of(System.getenv(), SchedulerIdentity.KUBERNETES_NAMESPACE_FILE);
+    this.server = new WorkerServer(new UnixHttpClient(UnixHttpClient.DEFAULT_CONNECT_TIMEOUT,
+        WORKER_SERVER_TIMEOUT, (int) Math.min(settings.maxDumpBytes(), DumpReader.MAX_FILE_BYTES_LIMIT)));
+    this.finder = new ProcessFinder(Path.of("/proc"));
+    if (settings.workerSocket() != null || settings.pipePrefix() != null) {
+      this.poller = Executors.newScheduledThreadPool(MAX_POLLER_THREADS, r -> {
+        Thread t = new Thread(r, "frdiag-agent-progress");
+        t.setDaemon(true);
+        return t;
+      });
+    } else {
+      this.poller = null;
+    }
     synchronized (lock) {
       for (int rank : settings.localRanks()) {
         // LOCAL_RANK as the position in the list: "--local-ranks 8-15" on the second node of eight GPUs.
@@ -155,11 +188,11 @@ public final class NodeAgent implements AutoCloseable {
     // Streams and pending requests are looked after at the batch delay; files only every poll interval.
     long period = Math.min(settings.pollInterval().toNanos(), settings.stream().maxBatchDelay().toNanos());
     executor.scheduleWithFixedDelay(this::tick, 0, period, TimeUnit.NANOSECONDS);
-    log.info("node agent for job {} on {}: ranks {}, dumps {}<rank>, pipes {}, {} log file(s)", settings.jobId(),
-        settings.hostname(), settings.discoverRanks() ? "discovered from the process table"
+    log.info("node agent for job {} on {}: ranks {}, dumps {}<rank>, pipes {}, {} log file(s), progress {}",
+        settings.jobId(), settings.hostname(), settings.discoverRanks() ? "discovered from the process table"
         + (settings.runId() == null ? "" : " (run " + settings.runId() + ")") : settings.localRanks(),
-        settings.dumpPrefix(),
-        settings.pipePrefix() == null ? "none" : settings.pipePrefix() + "<rank>.pipe", logs.size());
+        settings.dumpPrefix(), settings.pipePrefix() == null ? "none" : settings.pipePrefix() + "<rank>.pipe",
+        logs.size(), progressSource(settings));
   }
 
   /** True when there are local ranks and the daemon has welcomed every one's stream. Thread-safe. */
@@ -184,8 +217,12 @@ public final class NodeAgent implements AutoCloseable {
   /** Starts serving {@code rank}. */
   @GuardedBy("lock")
   private void addRank(int rank, int localRank, long pid, Map<String, String> scheduler, AgentSettings job) {
+    RankProgress progress = new RankProgress(rank, job, server, reader, finder, nanoTime);
     ranks.put(rank, new LocalRank(rank, localRank, pid, scheduler, job, channel, reader, clock, lock,
-        Collections.unmodifiableMap(ranks), () -> contextWanted = true, this::wake));
+        Collections.unmodifiableMap(ranks), () -> contextWanted = true, this::wake, progress));
+    if (poller != null) {
+      poller.scheduleWithFixedDelay(progress::poll, 0, job.progressInterval().toNanos(), TimeUnit.NANOSECONDS);
+    }
   }
 
   /**
@@ -252,6 +289,19 @@ public final class NodeAgent implements AutoCloseable {
       }
     }
     executor.shutdownNow();
+    if (poller != null) {
+      poller.shutdownNow();
+    }
+  }
+
+  private static String progressSource(AgentSettings s) {
+    String pipe = s.pipeDumpInterval() != null && s.pipePrefix() != null
+        ? "pipe dumps every " + s.pipeDumpInterval() : null;
+    if (s.workerSocket() != null) {
+      return "from worker servers " + s.workerSocket() + " every " + s.progressInterval()
+          + (pipe == null ? "" : ", else " + pipe);
+    }
+    return pipe == null ? "none" : "from " + pipe;
   }
 
   /** Runs a tick soon: a request waits. Called on gRPC threads. */

@@ -31,6 +31,20 @@ class AgentMainTest {
     assertThat(s.pollInterval()).isEqualTo(Duration.ofSeconds(1));
     assertThat(s.dumpWait()).isEqualTo(Duration.ofSeconds(15));
     assertThat(s.hostname()).isNotEmpty().doesNotContain(".");
+    assertThat(s.workerSocket()).isNull();
+    assertThat(s.progressInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(s.pipeDumpInterval()).as("periodic pipe dumps are off unless asked for").isNull();
+  }
+
+  @Test
+  void readsTheWorkerSocketAndProgressOptions() {
+    AgentSettings s = AgentMain.parse("--job", "run7", "--world-size", "8", "--local-ranks", "0-7",
+        "--worker-socket", "~/run/torch_worker_{rank}.sock", "--progress-interval", "2s",
+        "--pipe-dump-interval", "5m");
+
+    assertThat(s.workerSocket(6)).isEqualTo(Path.of(HOME, "run", "torch_worker_6.sock"));
+    assertThat(s.progressInterval()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(s.pipeDumpInterval()).isEqualTo(Duration.ofMinutes(5));
   }
 
   @Test

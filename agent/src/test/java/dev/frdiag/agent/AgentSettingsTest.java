@@ -67,5 +67,10 @@ class AgentSettingsTest {
         .hasMessage("dump wait must be positive, got PT-1S");
     assertThatThrownBy(() -> valid().dumpPrefix("").build()).hasMessage("dump prefix must not be empty");
     assertThatThrownBy(() -> valid().maxDumpBytes(0).build()).hasMessageStartingWith("max dump bytes must be");
+    assertThatThrownBy(() -> valid().workerSocket("/tmp/torch_worker.sock").build())
+        .hasMessage("worker socket '/tmp/torch_worker.sock' must contain {rank}: each rank serves its own socket,"
+            + " such as /tmp/torch_worker_{rank}.sock");
+    assertThatThrownBy(() -> valid().progressInterval(Duration.ZERO).build())
+        .hasMessage("progress interval must be positive, got PT0S");
   }
 }

@@ -254,6 +254,67 @@ class NodeAgentTest {
     return new NodeAgent(settings, channel);
   }
 
+  @Test
+  void sendsProgressOnlyFromFreshWorkerServerAnswers() throws Exception {
+    Path socket = dir.resolve("torch_worker_0.sock");
+    java.nio.channels.ServerSocketChannel server = FakeTrainingRanks.serve(new FakeTrainingRanks.Training(0, 2,
+        System.currentTimeMillis(), 20, 64), socket);
+    agent = start(settings(0).workerSocket(dir + "/torch_worker_{rank}.sock")
+        .progressInterval(Duration.ofMillis(20)).build());
+
+    await().atMost(WAIT).until(() -> withProgress(0) >= 3);
+    assertThat(daemon.of(0, BodyCase.HELLO).get(0).getHello().getIdentity().getPid())
+        .as("the socket is served by the agent's own process, which it never takes for a rank").isZero();
+    assertThat(daemon.of(0, BodyCase.PROCESS_GROUPS)).singleElement().satisfies(m -> assertThat(
+        m.getProcessGroups().getProcessGroupsList()).extracting(ProcessGroup::getName).containsExactly("0"));
+    List<Long> completed = daemon.of(0, BodyCase.HEARTBEAT).stream()
+        .filter(m -> m.getHeartbeat().getProgressCount() > 0)
+        .map(m -> m.getHeartbeat().getProgress(0).getLastCompletedSeq()).toList();
+    assertThat(completed).as("each answer sent once, as the rank advances").isSorted().doesNotHaveDuplicates();
+
+    // The rank dies, leaving its socket file behind: its last counts are not sent again.
+    server.close();
+    int heartbeats = daemon.of(0, BodyCase.HEARTBEAT).size();
+    await().atMost(WAIT).until(() -> daemon.of(0, BodyCase.HEARTBEAT).size() >= heartbeats + 5);
+    long sent = withProgress(0);
+    int later = daemon.of(0, BodyCase.HEARTBEAT).size();
+    await().atMost(WAIT).until(() -> daemon.of(0, BodyCase.HEARTBEAT).size() >= later + 5);
+    assertThat(withProgress(0)).isEqualTo(sent);
+  }
+
+  @Test
+  @SuppressWarnings("try") // keep only holds the pipe open
+  void dumpsThroughThePipeForProgressOnlyWhileTheWorkerServerDoesNotAnswer() throws Exception {
+    Path pipe = mkfifo(dir.resolve("pipe_0.pipe"));
+    FakeTrainingRanks.Training training = new FakeTrainingRanks.Training(0, 2, System.currentTimeMillis(), 20, 64);
+    java.nio.channels.ServerSocketChannel server = FakeTrainingRanks.serve(training,
+        dir.resolve("torch_worker_0.sock"));
+    try (RandomAccessFile keep = new RandomAccessFile(pipe.toFile(), "rw");
+        FileInputStream in = new FileInputStream(pipe.toFile())) {
+      agent = start(settings(0).pipePrefix(dir + "/pipe_").workerSocket(dir + "/torch_worker_{rank}.sock")
+          .progressInterval(Duration.ofMillis(20)).pipeDumpInterval(Duration.ofMillis(50)).build());
+      await().atMost(WAIT).until(() -> withProgress(0) >= 10);
+      assertThat(in.available()).as("no pipe dump while the worker server answers").isZero();
+
+      server.close();
+      await().atMost(WAIT).until(() -> in.available() > 0);
+      // Told apart from any answer still on its way: this dump is of a rank that has trained far longer.
+      FakeTrainingRanks.Training longer = new FakeTrainingRanks.Training(0, 2, System.currentTimeMillis() - 1_000_000,
+          20, 64);
+      DumpWriter.write(longer.dump(System.currentTimeMillis(), false, true, dir.resolve("trace_rank_0")), dir,
+          "trace_rank_", DumpWriter.Encoding.PICKLE);
+
+      await().atMost(WAIT).until(() -> daemon.of(0, BodyCase.HEARTBEAT).stream()
+          .anyMatch(m -> m.getHeartbeat().getProgressCount() > 0
+              && m.getHeartbeat().getProgress(0).getLastEnqueuedSeq() > 40_000));
+    }
+  }
+
+  private long withProgress(int rank) {
+    return daemon.of(rank, BodyCase.HEARTBEAT).stream().filter(m -> m.getHeartbeat().getProgressCount() > 0)
+        .count();
+  }
+
   private AgentSettings.Builder settings(Integer... ranks) {
     return AgentSettings.builder().jobId("job1").hostname("node0").worldSize(2).localRanks(List.of(ranks))
         .dumpPrefix(dir + "/trace_rank_").logFiles(List.of(dir.resolve("train.log")))

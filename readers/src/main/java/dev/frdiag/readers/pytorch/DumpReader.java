@@ -92,12 +92,12 @@ public final class DumpReader {
   }
 
   /**
-   * Reads a dump held in memory, such as the bytes {@code _dump_nccl_trace()} returned.
+   * Reads a dump held in memory, such as the bytes {@code _dump_nccl_trace()} or a rank's worker server returned.
    *
    * @param file the name to report it under (need not exist)
    * @throws DumpFormatException if the bytes are not a readable dump
    */
-  FlightRecorderDump parse(byte[] content, Path file, int rank) throws DumpFormatException {
+  public FlightRecorderDump parse(byte[] content, Path file, int rank) throws DumpFormatException {
     Objects.requireNonNull(content, "content");
     Objects.requireNonNull(file, "file");
     if (rank < 0) {
