@@ -1,5 +1,7 @@
 package dev.frdiag.agent;
 
+import dev.frdiag.agent.probe.NodeProbe;
+import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
 import io.grpc.ManagedChannel;
@@ -126,6 +128,18 @@ public final class AgentMain implements Callable<Integer> {
       description = "NCCL_DEBUG_FILE log of a local rank, parsed when the daemon investigates (repeatable).")
   List<Path> ncclLogs = new ArrayList<>();
 
+  @Option(names = "--node-probes", paramLabel = "PROBES", split = ",", defaultValue = "dmesg,ncclras",
+      description = "Commands run on this node for evidence, in the background every minute and again when the "
+          + "daemon investigates: the kernel log's Xid lines, NCCL RAS reports. NAME runs that program, "
+          + "NAME=COMMAND ARGS runs a command; 'none' for no probe. A probe not installed is skipped "
+          + "(default: ${DEFAULT-VALUE}).")
+  List<String> nodeProbes = new ArrayList<>();
+
+  @Option(names = "--probe-timeout", paramLabel = "DURATION", defaultValue = "5s",
+      converter = DurationConverter.class, description = "How long one probe may run before it is stopped "
+          + "(default: ${DEFAULT-VALUE}).")
+  Duration probeTimeout;
+
   @Option(names = "--config", paramLabel = "FILE",
       description = "A key=value file with any of the options above; command-line options win.")
   String config;
@@ -215,8 +229,11 @@ public final class AgentMain implements Callable<Integer> {
         .keepAliveTime(30, TimeUnit.SECONDS).keepAliveTimeout(10, TimeUnit.SECONDS)
         .build();
     // What this node's counters and NCCL logs say reaches the daemon whenever it investigates.
+    List<NodeProbe> probes = nodeProbes.stream().map(String::strip).filter(p -> !p.isEmpty() && !p.equals("none"))
+        .map(NodeProbe::parse).toList();
     NodeContextCollector context = new NodeContextCollector(
-        ibRoot != null && Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1));
+        ibRoot != null && Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1),
+        probes.isEmpty() ? null : new NodeProbes(probes, probeTimeout));
     NodeAgent agent = new NodeAgent(settings, channel, context);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -292,6 +292,9 @@ public final class NodeAgent implements AutoCloseable {
     if (poller != null) {
       poller.shutdownNow();
     }
+    if (context != null) {
+      context.close();
+    }
   }
 
   private static String progressSource(AgentSettings s) {
@@ -378,6 +381,11 @@ public final class NodeAgent implements AutoCloseable {
         if (contextWanted) {
           contextWanted = false;
           postContext();
+          // What the probes find about the hang now reaches the daemon in a second post, once they are done.
+          context.probeNow(() -> {
+            contextWanted = true;
+            wake();
+          });
         }
       }
       for (LocalRank r : ranks.values()) {

@@ -1,5 +1,6 @@
 package dev.frdiag.agent;
 
+import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.ContextFindings;
@@ -29,12 +30,18 @@ final class NodeContextCollector {
   private static final Logger log = LoggerFactory.getLogger(NodeContextCollector.class);
   /** Snapshots kept: at one a minute, half an hour of history, a few kilobytes per port each. */
   static final int KEPT = 30;
+  /** How often the probes run in the background: an Xid logged before the stall is then in the first post. */
+  static final Duration PROBE_BACKGROUND = Duration.ofMinutes(1);
+  /** A probe run younger than this is not repeated for an investigation. */
+  static final Duration PROBE_FRESH = Duration.ofSeconds(10);
 
   private final IbSysfsReader reader;
   private final List<Path> ncclLogs;
   private final Duration interval;
   private final Clock clock;
   private final ArrayDeque<IbSnapshot> history = new ArrayDeque<>();
+  /** Null for none. */
+  private final NodeProbes probes;
 
   /**
    * @param ibRoot the sysfs InfiniBand root (/sys/class/infiniband, or a copy in tests); null for none
@@ -42,20 +49,29 @@ final class NodeContextCollector {
    * @param interval how often {@link #tick} takes a snapshot
    */
   NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval) {
-    this(ibRoot, ncclLogs, interval, Clock.systemUTC());
+    this(ibRoot, ncclLogs, interval, null, Clock.systemUTC());
+  }
+
+  /** @param probes the node's probes (dmesg, ncclras); null for none */
+  NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval, NodeProbes probes) {
+    this(ibRoot, ncclLogs, interval, probes, Clock.systemUTC());
   }
 
   /** @param clock times the snapshots, and tells when one is due and how far back a window reaches */
-  NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval, Clock clock) {
+  NodeContextCollector(Path ibRoot, List<Path> ncclLogs, Duration interval, NodeProbes probes, Clock clock) {
     this.clock = Objects.requireNonNull(clock, "clock");
+    this.probes = probes;
     this.reader = ibRoot == null ? null : new IbSysfsReader(ibRoot, clock);
     this.ncclLogs = List.copyOf(ncclLogs);
     this.interval = Objects.requireNonNull(interval, "interval");
     snapshot();
   }
 
-  /** Takes a snapshot when the interval has passed since the last one. */
+  /** Takes a snapshot when the interval has passed since the last one, and runs the probes when due. */
   void tick() {
+    if (probes != null) {
+      probes.refresh(PROBE_BACKGROUND, () -> { });
+    }
     IbSnapshot last = history.peekLast();
     if (reader != null && (last == null
         || Duration.between(last.takenAt(), clock.instant()).compareTo(interval) >= 0)) {
@@ -81,6 +97,11 @@ final class NodeContextCollector {
       }
       node.addAllFindings(ContextFindings.fromIb(IbWindow.between(before, reader.snapshot()), hostname));
     }
+    if (probes != null) {
+      for (ContextFinding f : probes.latest()) {
+        node.addFindings(f.getHost().isEmpty() ? f.toBuilder().setHost(hostname).build() : f);
+      }
+    }
     for (Path file : ncclLogs) {
       if (!Files.isRegularFile(file)) {
         continue;
@@ -97,6 +118,23 @@ final class NodeContextCollector {
       }
     }
     return node.build();
+  }
+
+  /**
+   * Runs the probes for an investigation unless a run is fresh; {@code done} is told (on the probes' thread) when
+   * the run has finished, so the caller can post the node's context again with what they found.
+   */
+  void probeNow(Runnable done) {
+    if (probes != null) {
+      probes.refresh(PROBE_FRESH, done);
+    }
+  }
+
+  /** Stops the probes. */
+  void close() {
+    if (probes != null) {
+      probes.close();
+    }
   }
 
   private void snapshot() {

@@ -35,23 +35,32 @@ public final class NodeLogs {
   public static List<NodeContext> read(String jobId, Path file) throws IOException {
     var decoder = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPLACE)
         .onUnmappableCharacter(CodingErrorAction.REPLACE);
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(Files.newInputStream(file), decoder))) {
+      return read(jobId, in, file.getFileName().toString());
+    }
+  }
+
+  /**
+   * The node contexts of the kernel, launcher and RAS lines read from {@code in} (a command's output, say);
+   * {@code name} labels their sources ("name:line").
+   *
+   * @throws IOException when {@code in} cannot be read
+   */
+  public static List<NodeContext> read(String jobId, BufferedReader in, String name) throws IOException {
     List<XidLine> xids = new ArrayList<>();
     ProcessExitReader exits = new ProcessExitReader();
     RasReportReader ras = new RasReportReader();
-    try (BufferedReader in = new BufferedReader(new InputStreamReader(Files.newInputStream(file), decoder))) {
-      String name = file.getFileName().toString();
-      int number = 0;
-      for (String line = in.readLine(); line != null; line = in.readLine()) {
-        String source = name + ":" + ++number;
-        String text = line.length() > MAX_LINE ? line.substring(0, MAX_LINE) : line;
-        XidLine x = XidReader.parse(text, source);
-        if (x != null) {
-          xids.add(x);
-          continue;
-        }
-        exits.accept(text, source);
-        ras.accept(text, source);
+    int number = 0;
+    for (String line = in.readLine(); line != null; line = in.readLine()) {
+      String source = name + ":" + ++number;
+      String text = line.length() > MAX_LINE ? line.substring(0, MAX_LINE) : line;
+      XidLine x = XidReader.parse(text, source);
+      if (x != null) {
+        xids.add(x);
+        continue;
       }
+      exits.accept(text, source);
+      ras.accept(text, source);
     }
     List<ContextFinding> findings = new ArrayList<>(ContextFindings.fromXids(xids));
     findings.addAll(ContextFindings.fromExits(exits.exits()));
