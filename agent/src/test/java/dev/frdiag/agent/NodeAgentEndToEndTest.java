@@ -18,22 +18,19 @@ import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.report.Report;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The node agent between a real daemon and separate processes that behave like PyTorch ranks: a watchdog line in
  * a training log opens an incident, the agent triggers fresh dumps through the ranks' debug pipes, ships them,
  * and the report names the rank that diverged.
  */
-class NodeAgentEndToEndTest {
+class NodeAgentEndToEndTest extends AgentEndToEnd {
   private static final String JOB = "llama-7b.run3";
   private static final Duration STARTUP = Duration.ofSeconds(30);
   private static final Duration INCIDENT = Duration.ofSeconds(30);
@@ -44,25 +41,6 @@ class NodeAgentEndToEndTest {
   private static final Duration DUMP_WAIT = Duration.ofSeconds(6);
   private static final Duration SNAPSHOT_DEADLINE = Duration.ofSeconds(10);
 
-  @TempDir
-  Path dir;
-
-  private final List<ChildProcess> processes = new ArrayList<>();
-  private final List<AutoCloseable> resources = new ArrayList<>();
-  private Daemon daemon;
-
-  @AfterEach
-  void tearDown() throws Exception {
-    for (ChildProcess p : processes) {
-      p.close();
-    }
-    for (int i = resources.size() - 1; i >= 0; i--) {
-      resources.get(i).close();
-    }
-    if (daemon != null) {
-      daemon.close();
-    }
-  }
 
   @Test
   void reportsRankThatNeverIssuedTheCollective() throws Exception {

@@ -12,15 +12,11 @@ import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.report.Report;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A real daemon, two node agents and sixteen separate rank processes that train: when one rank stops issuing
@@ -29,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <p>Each fake rank is its own process, so the pid the report names is told apart from its neighbours'.
  */
-class NodeAgentLiveProgressTest {
+class NodeAgentLiveProgressTest extends AgentEndToEnd {
   private static final String JOB = "gpt-13b.live";
   private static final int WORLD = 16;
   private static final int CULPRIT = 5;
@@ -37,25 +33,6 @@ class NodeAgentLiveProgressTest {
   private static final Duration STALL_TIMEOUT = Duration.ofSeconds(2);
   private static final Duration STARTUP = Duration.ofSeconds(60);
 
-  @TempDir
-  Path dir;
-
-  private final List<ChildProcess> processes = new ArrayList<>();
-  private final List<AutoCloseable> resources = new ArrayList<>();
-  private Daemon daemon;
-
-  @AfterEach
-  void tearDown() throws Exception {
-    for (ChildProcess p : processes) {
-      p.close();
-    }
-    for (int i = resources.size() - 1; i >= 0; i--) {
-      resources.get(i).close();
-    }
-    if (daemon != null) {
-      daemon.close();
-    }
-  }
 
   @Test
   void reportsRankThatStoppedIssuingFromWorkerServerProgress() throws Exception {

@@ -26,11 +26,9 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code --local-ranks auto} through the real {@code /proc}: separate processes started with the environment
@@ -38,31 +36,12 @@ import org.junit.jupiter.api.io.TempDir;
  * to it, the daemon seeing the same job throughout; a hang's report names the culprit's real process.
  */
 @EnabledOnOs(OS.LINUX)
-class RankDiscoveryEndToEndTest {
+class RankDiscoveryEndToEndTest extends AgentEndToEnd {
   private static final String JOB = "llama-7b.run4";
   private static final Duration STARTUP = Duration.ofSeconds(30);
 
-  @TempDir
-  Path dir;
-
   /** Unique per test, so processes of a build running alongside are not taken for this test's ranks. */
   private final String runId = "frdiag-test-" + UUID.randomUUID();
-  private final List<ChildProcess> processes = new ArrayList<>();
-  private final List<AutoCloseable> resources = new ArrayList<>();
-  private Daemon daemon;
-
-  @AfterEach
-  void tearDown() throws Exception {
-    for (ChildProcess p : processes) {
-      p.close();
-    }
-    for (int i = resources.size() - 1; i >= 0; i--) {
-      resources.get(i).close();
-    }
-    if (daemon != null) {
-      daemon.close();
-    }
-  }
 
   @Test
   void findsTheRanksOfThisNodeAndFollowsARestartedOne() throws Exception {
