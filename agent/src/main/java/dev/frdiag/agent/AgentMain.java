@@ -128,9 +128,11 @@ public final class AgentMain implements Callable<Integer> {
       description = "NCCL_DEBUG_FILE log of a local rank, parsed when the daemon investigates (repeatable).")
   List<Path> ncclLogs = new ArrayList<>();
 
-  @Option(names = "--node-probes", paramLabel = "PROBES", split = ",", defaultValue = "dmesg,ncclras",
+  @Option(names = "--node-probes", paramLabel = "PROBES", split = ",",
+      defaultValue = "dmesg,ncclras,nvidia-smi=nvidia-smi -q",
       description = "Commands run on this node for evidence, in the background every minute and again when the "
-          + "daemon investigates: the kernel log's Xid lines, NCCL RAS reports. NAME runs that program, "
+          + "daemon investigates: the kernel log's Xid lines, NCCL RAS reports, the GPUs' memory health (pending "
+          + "row remaps, uncorrectable ECC). NAME runs that program, "
           + "NAME=COMMAND ARGS runs a command; 'none' for no probe. A probe not installed is skipped "
           + "(default: ${DEFAULT-VALUE}).")
   List<String> nodeProbes = new ArrayList<>();

@@ -4,8 +4,8 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * One command the agent runs on its node for evidence, e.g. {@code dmesg} for the driver's Xid lines or
- * {@code ncclras} for NCCL's RAS report.
+ * One command the agent runs on its node for evidence, e.g. {@code dmesg} for the driver's Xid lines,
+ * {@code ncclras} for NCCL's RAS report or {@code nvidia-smi -q} for the GPUs' memory health.
  *
  * @param name what the findings' sources are labelled with ("dmesg:812")
  * @param command the program and its arguments, looked up on PATH
@@ -19,10 +19,6 @@ public record NodeProbe(String name, List<String> command) {
     }
   }
 
-  /** The probes run by default: the kernel ring buffer and NCCL's RAS client, each where installed. */
-  public static List<NodeProbe> defaults() {
-    return List.of(new NodeProbe("dmesg", List.of("dmesg")), new NodeProbe("ncclras", List.of("ncclras")));
-  }
 
   /**
    * A probe from its option text: {@code name} alone runs the program of that name; {@code name=program args…}

@@ -77,6 +77,25 @@ class NodeProbesTest {
   }
 
   @Test
+  void aPendingRowRemapOnTheGpuOfAProcessIsAGpuFaultOnThatProcess() throws IOException {
+    // The memory lines as posted in leptonai/gpud#80, in nvidia-smi -q's GPU section.
+    String smi = "==============NVSMI LOG==============\n\nGPU 00000000:DC:00.0\n    Remapped Rows\n"
+        + "        Correctable Error                 : 0\n        Uncorrectable Error               : 4\n"
+        + "        Pending                           : Yes\n    Processes\n"
+        + "        Process ID                        : 4242\n";
+    NodeProbes probes = new NodeProbes(List.of(new NodeProbe("nvidia-smi", List.of(script("smi", smi)))),
+        Duration.ofSeconds(10));
+
+    assertThat(probes.runAll()).singleElement().satisfies(f -> {
+      assertThat(f.getKind()).isEqualTo(ContextFinding.Kind.GPU_FAULT);
+      assertThat(f.getPid()).isEqualTo(4242);
+      assertThat(f.getGpuBusId()).isEqualTo("0000:dc:00");
+      assertThat(f.getDetail()).contains("Remapped Rows: Pending: Yes");
+    });
+    probes.close();
+  }
+
+  @Test
   void aProbeThatIsMissingOrOverrunsGivesNothingAndHoldsUpNothingElse() throws Exception {
     NodeProbes probes = new NodeProbes(List.of(new NodeProbe("absent", List.of(dir.resolve("no-such").toString())),
         new NodeProbe("slow", List.of(script("slow", null))), new NodeProbe("dmesg", List.of(script("dmesg", DMESG)))),

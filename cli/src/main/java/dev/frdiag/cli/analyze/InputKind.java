@@ -17,7 +17,10 @@ public enum InputKind {
   NCCL_LOG,
   /** A training log holding PyTorch ProcessGroupNCCL watchdog lines, or a launcher's report of a dead process. */
   TRAINING_LOG,
-  /** A kernel log (dmesg, journal, syslog) holding the NVIDIA driver's Xid lines or the OOM killer's. */
+  /**
+   * A kernel log (dmesg, journal, syslog) holding the NVIDIA driver's Xid lines or the OOM killer's, or what
+   * {@code nvidia-smi -q} printed about the node's GPUs.
+   */
   KERNEL_LOG,
   /** None of the above. */
   UNKNOWN;
@@ -65,7 +68,8 @@ public enum InputKind {
         || text.contains("CUDA error: ")
         || text.contains("CUDA out of memory") || text.contains("ChildFailedError")
         || text.contains(") received by PID") || text.contains("A worker died or was killed");
-    boolean kernel = text.contains("NVRM: Xid") || text.contains("Killed process") && text.contains("ut of memory");
+    boolean kernel = text.contains("NVRM: Xid") || text.contains("Killed process") && text.contains("ut of memory")
+        || text.contains("NVSMI LOG");
     if (nccl) {
       return NCCL_LOG;
     }

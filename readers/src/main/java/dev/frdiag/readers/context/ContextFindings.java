@@ -3,6 +3,7 @@ package dev.frdiag.readers.context;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.exit.ProcessExit;
+import dev.frdiag.readers.gpu.GpuHealth;
 import dev.frdiag.readers.ib.IbFinding;
 import dev.frdiag.readers.ib.IbWindow;
 import dev.frdiag.readers.kernel.XidKind;
@@ -229,6 +230,27 @@ public final class ContextFindings {
       out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.PROCESS_DIED).setHost(e.host())
           .setRank(e.rank()).setDevice(-1).setPid(Math.max(e.pid(), 0))
           .setDetail(e.detail() + ": \"" + e.text() + "\"").setSource(e.source()).build());
+    }
+    return out;
+  }
+
+  /**
+   * The findings of {@code nvidia-smi -q}: a GPU whose memory needs attention (a row remap or page retirement
+   * pending, spare rows exhausted, uncorrectable errors since the driver loaded) is a GPU fault on the process it
+   * lists, or a note when it lists none (the GPU may not be the job's).
+   */
+  public static List<ContextFinding> fromGpuHealth(List<GpuHealth> gpus) {
+    List<ContextFinding> out = new ArrayList<>();
+    for (GpuHealth g : gpus) {
+      String detail = "nvidia-smi -q, GPU " + g.busId() + ": " + String.join("; ", g.problems());
+      if (g.pids().isEmpty()) {
+        out.add(note(detail + " (no process listed on it)", g.source()));
+        continue;
+      }
+      for (long pid : g.pids()) {
+        out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.GPU_FAULT).setRank(-1).setDevice(-1)
+            .setGpuBusId(g.busId()).setPid(pid).setDetail(detail).setSource(g.source()).build());
+      }
     }
     return out;
   }

@@ -3,6 +3,7 @@ package dev.frdiag.readers.context;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.exit.ProcessExitReader;
+import dev.frdiag.readers.gpu.NvidiaSmiReader;
 import dev.frdiag.readers.kernel.XidLine;
 import dev.frdiag.readers.kernel.XidReader;
 import dev.frdiag.readers.ras.RasReportReader;
@@ -18,7 +19,8 @@ import java.util.List;
 
 /**
  * What the lines of a text file that are neither NCCL's nor PyTorch's watchdog's say about the job's nodes: the
- * driver's Xid lines, processes that died (launchers, the OOM killer) and NCCL RAS reports, read in one pass.
+ * driver's Xid lines, processes that died (launchers, the OOM killer), NCCL RAS reports and {@code nvidia-smi -q}'s
+ * memory health, read in one pass.
  */
 public final class NodeLogs {
   /** Lines longer than this are cut before matching, as a glued progress bar must not cost a pass per MB. */
@@ -50,6 +52,7 @@ public final class NodeLogs {
     List<XidLine> xids = new ArrayList<>();
     ProcessExitReader exits = new ProcessExitReader();
     RasReportReader ras = new RasReportReader();
+    NvidiaSmiReader smi = new NvidiaSmiReader();
     int number = 0;
     for (String line = in.readLine(); line != null; line = in.readLine()) {
       String source = name + ":" + ++number;
@@ -61,10 +64,12 @@ public final class NodeLogs {
       }
       exits.accept(text, source);
       ras.accept(text, source);
+      smi.accept(text, source);
     }
     List<ContextFinding> findings = new ArrayList<>(ContextFindings.fromXids(xids));
     findings.addAll(ContextFindings.fromExits(exits.exits()));
     findings.addAll(ContextFindings.fromRas(ras.finish()));
+    findings.addAll(ContextFindings.fromGpuHealth(smi.finish()));
     return ContextFindings.nodes(jobId, findings);
   }
 }
