@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.agent.FakeTorchRank.Role;
+import dev.frdiag.agent.probe.NodeProbe;
+import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
@@ -18,6 +20,9 @@ import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.report.Report;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,7 +45,6 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
    */
   private static final Duration DUMP_WAIT = Duration.ofSeconds(6);
   private static final Duration SNAPSHOT_DEADLINE = Duration.ofSeconds(10);
-
 
   @Test
   void reportsRankThatNeverIssuedTheCollective() throws Exception {
@@ -166,7 +170,39 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
     return started;
   }
 
+  @Test
+  void aDeviceFaultTheDriverLoggedOnTheCulpritsGpuMakesItsStallAGpuStall() throws Exception {
+    daemon = startDaemon(0);
+    List<ChildProcess> ranks = startRanks(Role.WAITING, Role.WAITING, Role.NEVER_ISSUED);
+    // The node's dmesg holds an Xid 79 (the GPU fell off the bus) of rank 2's process, as the driver prints it.
+    Path dmesg = dir.resolve("dmesg");
+    Files.writeString(dmesg, "#!/bin/sh\necho '[ 8123.45] NVRM: Xid (PCI:0000:dc:00): 79, pid="
+        + ranks.get(2).process().pid() + ", name=python3, GPU has fallen off the bus.'\n");
+    Files.setPosixFilePermissions(dmesg, PosixFilePermissions.fromString("rwx------"));
+    NodeContextCollector context = new NodeContextCollector(null, List.of(), Duration.ofMinutes(1),
+        new NodeProbes(List.of(new NodeProbe("dmesg", List.of(dmesg.toString()))), Duration.ofSeconds(10)));
+    NodeAgent agent = startAgent(daemon.port(), 3, context);
+    await("agent connected").atMost(STARTUP).until(agent::allConnected);
+    await("the background probe ran").atMost(STARTUP).until(() -> !context.collect(JOB, "node07",
+        Duration.ofMinutes(1)).getFindingsList().isEmpty());
+
+    ranks.get(0).command("timeout");
+
+    Report report = awaitReport(daemon);
+    assertThat(report.verdict()).isEqualTo(Verdict.HANG);
+    assertThat(report.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(report.culpritRanks()).containsExactly(2);
+    assertThat(report.evidence()).anySatisfy(e -> {
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.GPU_XID);
+      assertThat(e.detail()).contains("fallen off the bus");
+    });
+  }
+
   private NodeAgent startAgent(int port, int worldSize) {
+    return startAgent(port, worldSize, null);
+  }
+
+  private NodeAgent startAgent(int port, int worldSize, NodeContextCollector context) {
     ManagedChannel channel = channel(port);
     AgentSettings settings = AgentSettings.builder().jobId(JOB).hostname("node07").worldSize(worldSize)
         .localRanks(IntStream.range(0, worldSize).boxed().toList())
@@ -176,7 +212,7 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
         .stream(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
             .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build())
         .build();
-    NodeAgent agent = new NodeAgent(settings, channel);
+    NodeAgent agent = context == null ? new NodeAgent(settings, channel) : new NodeAgent(settings, channel, context);
     resources.add(agent);
     return agent;
   }
