@@ -152,6 +152,12 @@ final class LocalRank implements RankStream.Listener {
     return pid;
   }
 
+  /** The pid the rank's current hello announced; 0 when none was known. */
+  @GuardedBy("lock")
+  long announcedPid() {
+    return helloPid;
+  }
+
   /**
    * The rank now runs as {@code newPid} (an elastic restart: same rank, new process). The stream ends with a
    * goodbye and starts over on the next tick, so

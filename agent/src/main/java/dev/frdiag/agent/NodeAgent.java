@@ -21,10 +21,12 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -322,7 +324,9 @@ public final class NodeAgent implements AutoCloseable {
     NodeContext node;
     try {
       // The window reaches back far enough to hold the hang's start: the daemon asks after its stall timeout.
-      node = context.collect(settings.jobId(), settings.hostname(), CONTEXT_LOOKBACK);
+      Set<Long> pids = new HashSet<>();
+      ranks.values().forEach(r -> pids.add(r.announcedPid()));
+      node = context.collect(settings.jobId(), settings.hostname(), CONTEXT_LOOKBACK, pids);
     } catch (RuntimeException e) {
       log.warn("gathering this node's context failed: {}", e.toString());
       return;

@@ -18,6 +18,7 @@ import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -84,6 +85,16 @@ final class NodeContextCollector {
    * earlier (the hang's start, as far as the caller knows), and the findings of the NCCL logs.
    */
   NodeContext collect(String jobId, String hostname, Duration lookback) {
+    return collect(jobId, hostname, lookback, null);
+  }
+
+  /**
+   * The node's context, with only the probe findings about the job's own processes where they name a process:
+   * a node's kernel log keeps every OOM kill and Xid since boot, most of them of other jobs or earlier runs.
+   *
+   * @param jobPids the pids the node's ranks run (or ran) as; null to keep every finding
+   */
+  NodeContext collect(String jobId, String hostname, Duration lookback, Set<Long> jobPids) {
     Instant now = clock.instant();
     Instant since = now.minus(lookback);
     NodeContext.Builder node = NodeContext.newBuilder().setJobId(jobId).setHostname(hostname)
@@ -99,6 +110,9 @@ final class NodeContextCollector {
     }
     if (probes != null) {
       for (ContextFinding f : probes.latest()) {
+        if (jobPids != null && f.getPid() > 0 && !jobPids.contains(f.getPid())) {
+          continue;
+        }
         node.addFindings(f.getHost().isEmpty() ? f.toBuilder().setHost(hostname).build() : f);
       }
     }

@@ -40,6 +40,11 @@ class NodeContextProbesTest {
       assertThat(f.getPid()).isEqualTo(4242);
       assertThat(f.getGpuBusId()).isEqualTo("0000:dc:00");
     });
+    // Only the job's own processes: the kernel log keeps other jobs' faults since boot.
+    assertThat(context.collect("j", "node01", Duration.ofMinutes(5), java.util.Set.of(7L)).getFindingsList())
+        .noneSatisfy(f -> assertThat(f.getPid()).isEqualTo(4242));
+    assertThat(context.collect("j", "node01", Duration.ofMinutes(5), java.util.Set.of(4242L)).getFindingsList())
+        .anySatisfy(f -> assertThat(f.getPid()).isEqualTo(4242));
     context.close();
   }
 }
