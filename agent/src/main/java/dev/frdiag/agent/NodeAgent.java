@@ -1,13 +1,14 @@
 package dev.frdiag.agent;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.agent.controlplane.UnixHttpClient;
+import dev.frdiag.agent.controlplane.WorkerServer;
 import dev.frdiag.agent.discovery.ProcProcessTable;
+import dev.frdiag.agent.discovery.ProcessFinder;
 import dev.frdiag.agent.discovery.ProcessTable;
 import dev.frdiag.agent.discovery.RankDiscovery;
 import dev.frdiag.agent.discovery.SchedulerIdentity;
 import dev.frdiag.agent.discovery.TorchRank;
-import dev.frdiag.agent.controlplane.UnixHttpClient;
-import dev.frdiag.agent.controlplane.WorkerServer;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.NodeContext;

@@ -2,6 +2,7 @@ package dev.frdiag.agent;
 
 import dev.frdiag.agent.controlplane.ControlPlaneException;
 import dev.frdiag.agent.controlplane.WorkerServer;
+import dev.frdiag.agent.discovery.ProcessFinder;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.readers.pytorch.DumpFormatException;

@@ -1,6 +1,7 @@
 package dev.frdiag.proto;
 
 import java.nio.charset.StandardCharsets;
+import dev.frdiag.proto.v1.ProcessGroup;
 import java.util.Arrays;
 import java.util.Objects;
 
@@ -38,6 +39,17 @@ public final class CommsId {
         throw new IllegalArgumentException("a process group has at least one member, got size " + size);
       }
     }
+  }
+
+  /**
+   * {@code group} with the comms_id layout its members give it (global_rank_start and global_rank_stride), as
+   * senders must fill them.
+   *
+   * @throws IllegalArgumentException if it has no member, a negative rank or a duplicate
+   */
+  public static ProcessGroup withLayout(ProcessGroup group) {
+    GroupLayout layout = layoutOf(group.getRanksList().stream().mapToInt(Integer::intValue).toArray());
+    return group.toBuilder().setGlobalRankStart(layout.start()).setGlobalRankStride(layout.stride()).build();
   }
 
   /**

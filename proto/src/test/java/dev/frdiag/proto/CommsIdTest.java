@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.frdiag.proto.v1.ProcessGroup;
 import java.io.InputStream;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -33,6 +34,17 @@ class CommsIdTest {
   @Test
   void memberOrderDoesNotChangeTheLayout() {
     assertThat(CommsId.layoutOf(new int[] {13, 1, 9, 5})).isEqualTo(new CommsId.GroupLayout(1, 4, 4));
+  }
+
+  @Test
+  void aGroupGetsTheLayoutItsMembersGiveIt() {
+    ProcessGroup g = CommsId.withLayout(ProcessGroup.newBuilder().setName("tp").addRanks(13).addRanks(1).addRanks(9)
+        .addRanks(5).build());
+    assertThat(g.getGlobalRankStart()).isEqualTo(1);
+    assertThat(g.getGlobalRankStride()).isEqualTo(4);
+    assertThat(g.getRanksList()).containsExactly(13, 1, 9, 5);
+    assertThatThrownBy(() -> CommsId.withLayout(ProcessGroup.newBuilder().setName("empty").build()))
+        .isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test

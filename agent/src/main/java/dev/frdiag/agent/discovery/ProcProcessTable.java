@@ -113,7 +113,8 @@ public final class ProcProcessTable implements ProcessTable {
     }
   }
 
-  private static boolean isPid(String name) {
+  /** True when a /proc entry's name is a process id. */
+  static boolean isPid(String name) {
     if (name.isEmpty() || name.length() > 10) {
       return false;
     }

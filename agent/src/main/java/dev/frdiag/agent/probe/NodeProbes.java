@@ -123,6 +123,8 @@ public final class NodeProbes implements AutoCloseable {
       log.debug("probe {} not run: {}", p.name(), e.getMessage());
       return null;
     }
+    // A reader of its own: a probe whose child keeps the output open after the probe is killed would otherwise
+    // block the next probe's read.
     ExecutorService reader = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "frdiag-agent-probe-output");
       t.setDaemon(true);

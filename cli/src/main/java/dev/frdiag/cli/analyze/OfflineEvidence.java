@@ -203,8 +203,7 @@ public final class OfflineEvidence {
       if (g.getRanksCount() == 0) {
         continue;
       }
-      CommsId.GroupLayout layout = CommsId.layoutOf(g.getRanksList().stream().mapToInt(Integer::intValue).toArray());
-      out.add(g.toBuilder().setGlobalRankStart(layout.start()).setGlobalRankStride(layout.stride()).build());
+      out.add(CommsId.withLayout(g));
     }
     return out;
   }

@@ -1,4 +1,4 @@
-package dev.frdiag.agent;
+package dev.frdiag.agent.discovery;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package dev.frdiag.agent;
+package dev.frdiag.agent.discovery;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.io.IOException;
@@ -22,7 +22,7 @@ import java.util.function.Predicate;
  * every such process's open files, so callers cache the answer; a listing answers every lookup for a second, so
  * the ranks of a node looking at once cost one. Thread-safe.
  */
-final class ProcessFinder {
+public final class ProcessFinder {
   /** Set in /proc/net/unix's Flags column for a listening socket (__SO_ACCEPTCON). */
   private static final int LISTENING = 0x10000;
 
@@ -41,13 +41,13 @@ final class ProcessFinder {
   private boolean listed;
 
   /** @param proc where procfs is mounted, normally {@code /proc} */
-  ProcessFinder(Path proc) {
+  public ProcessFinder(Path proc) {
     this.proc = Objects.requireNonNull(proc, "proc");
     this.self = ProcessHandle.current().pid();
   }
 
   /** The pid of the process listening on the Unix domain socket {@code socket}; 0 when none is found. */
-  long listenerOf(Path socket) {
+  public long listenerOf(Path socket) {
     Set<String> links = new HashSet<>();
     String path = socket.toAbsolutePath().normalize().toString();
     List<String> lines;
@@ -68,7 +68,7 @@ final class ProcessFinder {
   }
 
   /** The pid of a process other than this one holding {@code file} (a named pipe) open; 0 when none is found. */
-  long holderOf(Path file) {
+  public long holderOf(Path file) {
     String path;
     try {
       path = file.toRealPath().toString();
@@ -102,7 +102,7 @@ final class ProcessFinder {
   /** Every open file's link text of the processes visible to this one but itself, to the lowest pid holding it. */
   private Map<String, Long> list() {
     Map<String, Long> out = new HashMap<>();
-    try (DirectoryStream<Path> pids = Files.newDirectoryStream(proc, p -> isPid(p.getFileName().toString()))) {
+    try (DirectoryStream<Path> pids = Files.newDirectoryStream(proc, p -> ProcProcessTable.isPid(p.getFileName().toString()))) {
       for (Path dir : pids) {
         long pid = Long.parseLong(dir.getFileName().toString());
         if (pid != self) {
@@ -130,11 +130,7 @@ final class ProcessFinder {
   }
 
   /** True while the process is there, as far as this agent can see. */
-  boolean isAlive(long pid) {
+  public boolean isAlive(long pid) {
     return pid > 0 && Files.isDirectory(proc.resolve(Long.toString(pid)));
-  }
-
-  private static boolean isPid(String name) {
-    return !name.isEmpty() && name.length() < 19 && name.chars().allMatch(c -> c >= '0' && c <= '9');
   }
 }
