@@ -289,7 +289,7 @@ public final class Reporter implements AutoCloseable {
       byte shippedState = (byte) (id >>> 56);
       long recordId = id & 0x00ff_ffff_ffff_ffffL;
       RecordRing.ReadResult read = recorder.tryRead(recordId, view);
-      if (read == RecordRing.ReadResult.BUSY) {
+      if (read == RecordRing.ReadResult.BUSY || read == RecordRing.ReadResult.PENDING) {
         // Being written right now: look again next tick rather than lose its state change.
         open[kept++] = id;
         continue;
@@ -317,7 +317,8 @@ public final class Reporter implements AutoCloseable {
         break;
       }
       RecordRing.ReadResult read = recorder.tryRead(newCursor, view);
-      if (read == RecordRing.ReadResult.BUSY) {
+      if (read == RecordRing.ReadResult.BUSY || read == RecordRing.ReadResult.PENDING) {
+        // Its writer has the id but has not filled the slot yet: ship it next tick, it is not lost.
         break;
       }
       if (read == RecordRing.ReadResult.GONE) {

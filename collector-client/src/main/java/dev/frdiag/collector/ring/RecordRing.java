@@ -26,6 +26,11 @@ public final class RecordRing {
   private final AtomicLongArray versions;
   private final AtomicLong nextRecordId = new AtomicLong();
   private final AtomicLong lostUpdates = new AtomicLong();
+  /**
+   * Per slot, the last id whose append gave up because the slot stayed busy: that record will never be written,
+   * so a reader must not wait for it.
+   */
+  private final AtomicLongArray abandonedIds;
 
   // Slot fields. Written only inside a slot's odd-version window, read only between two equal even versions.
   private final long[] recordId;
@@ -54,6 +59,10 @@ public final class RecordRing {
     }
     this.capacity = capacity;
     versions = new AtomicLongArray(capacity);
+    abandonedIds = new AtomicLongArray(capacity);
+    for (int i = 0; i < capacity; i++) {
+      abandonedIds.set(i, -1);
+    }
     recordId = new long[capacity];
     processGroup = new int[capacity];
     collectiveSeq = new long[capacity];
@@ -96,6 +105,7 @@ public final class RecordRing {
     long id = nextRecordId.getAndIncrement();
     int slot = (int) (id % capacity);
     if (!beginWrite(slot)) {
+      abandonedIds.set(slot, id);
       return id;
     }
     this.recordId[slot] = id;
@@ -164,16 +174,21 @@ public final class RecordRing {
   public enum ReadResult {
     /** The record was copied. */
     OK,
-    /** The record is no longer in the ring (overwritten) or was never written. */
+    /** The record is no longer in the ring (overwritten), or its append gave up and it will never be written. */
     GONE,
     /** A writer held the slot for the whole read; try again later. */
-    BUSY
+    BUSY,
+    /**
+     * Not written yet: the id was handed out (or is about to be) but its writer has not filled the slot, which still
+     * holds an older record. Try again later; it is not lost.
+     */
+    PENDING
   }
 
   /**
    * Copies record {@code id} into {@code into}, consistently.
    *
-   * @return false when the record has been overwritten, was never written, or stayed busy for too long
+   * @return false when the record has been overwritten, is not written yet, or stayed busy for too long
    */
   public boolean read(long id, RecordView into) {
     return tryRead(id, into) == ReadResult.OK;
@@ -181,8 +196,11 @@ public final class RecordRing {
 
   /** Copies record {@code id} into {@code into}, consistently, saying why when it could not. */
   public ReadResult tryRead(long id, RecordView into) {
-    if (id < 0 || id >= nextRecordId.get()) {
+    if (id < 0) {
       return ReadResult.GONE;
+    }
+    if (id >= nextRecordId.get()) {
+      return ReadResult.PENDING;
     }
     int slot = (int) (id % capacity);
     for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
@@ -210,13 +228,20 @@ public final class RecordRing {
       // Order the field reads before the version re-check (StampedLock.validate does the same).
       VarHandle.acquireFence();
       if (versions.get(slot) == before) {
-        return into.recordId == id && before != 0 ? ReadResult.OK : ReadResult.GONE;
+        if (before != 0 && into.recordId == id) {
+          return ReadResult.OK;
+        }
+        // Ids are handed out before their slot is written, so a slot still holding an older record (or none) means
+        // this id's writer has not got there yet; only a newer record means it was overwritten.
+        boolean older = before == 0 || into.recordId < id;
+        return older && abandonedIds.get(slot) != id ? ReadResult.PENDING : ReadResult.GONE;
       }
     }
     return ReadResult.BUSY;
   }
 
-  private boolean beginWrite(int slot) {
+  // Package-private so a test can hold a slot busy.
+  boolean beginWrite(int slot) {
     for (int attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
       long version = versions.get(slot);
       if ((version & 1) == 0 && versions.compareAndSet(slot, version, version + 1)) {
@@ -228,7 +253,7 @@ public final class RecordRing {
     return false;
   }
 
-  private void endWrite(int slot) {
+  void endWrite(int slot) {
     // Release publishes the field writes before the version turns even again.
     versions.lazySet(slot, versions.get(slot) + 1);
   }
