@@ -1,8 +1,6 @@
 package dev.frdiag.demo;
 
 import dev.frdiag.cli.ExitCode;
-import dev.frdiag.collector.recorder.FlightRecorder;
-import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
 import dev.frdiag.daemon.Daemon;
@@ -44,35 +42,8 @@ import picocli.CommandLine.Option;
     exitCodeList = {"0:a diagnosis was printed", "2:usage error", "5:no diagnosis within --timeout"})
 public final class FrDemo implements Callable<Integer> {
 
-  /** The faults the demo can inject, as spelled on the command line. */
-  enum FaultOption {
-    CPU_STALL("cpu-stall", FaultKind.CPU_STALL),
-    GPU_STALL("gpu-stall", FaultKind.GPU_STALL),
-    FABRIC("fabric", FaultKind.FABRIC),
-    MISMATCH("mismatch", FaultKind.MISMATCH),
-    DEAD_RANK("dead-rank", FaultKind.DEAD_RANK);
-
-    final String spelling;
-    final FaultKind kind;
-
-    FaultOption(String spelling, FaultKind kind) {
-      this.spelling = spelling;
-      this.kind = kind;
-    }
-
-    static FaultOption parse(String s) {
-      for (FaultOption f : values()) {
-        if (f.spelling.equalsIgnoreCase(s) || f.name().equalsIgnoreCase(s)) {
-          return f;
-        }
-      }
-      throw new CommandLine.TypeConversionException("unknown fault '" + s
-          + "': use cpu-stall, gpu-stall, fabric, mismatch or dead-rank");
-    }
-  }
-
-  @Option(names = "--fault", paramLabel = "KIND", converter = FaultConverter.class, defaultValue = "gpu-stall",
-      description = "cpu-stall | gpu-stall | fabric | mismatch | dead-rank (default ${DEFAULT-VALUE}).")
+  @Option(names = "--fault", paramLabel = "KIND", converter = FaultOption.Converter.class, defaultValue = "gpu-stall",
+      description = FaultOption.CHOICES + " (default ${DEFAULT-VALUE}).")
   FaultOption fault;
 
   @Option(names = "--rank", defaultValue = "5", description = "The faulty rank (default ${DEFAULT-VALUE}).")
@@ -136,17 +107,18 @@ public final class FrDemo implements Callable<Integer> {
     if (stallTimeout == null) {
       stallTimeout = Duration.ofSeconds(Math.max(2, ranks / 512));
     }
-    int tensorParallel = Math.min(4, ranksPerHost);
-    Topology topology = Topology.builder().worldSize(ranks).ranksPerHost(ranksPerHost)
-        .tensorParallel(tensorParallel).pipelineStages(ranks >= 2 * tensorParallel ? 2 : 1).build();
+    if (fault == FaultOption.NONE) {
+      throw new IllegalArgumentException("fr-demo needs a fault to diagnose; run a healthy job against a daemon "
+          + "with fr-sim --fault none");
+    }
+    Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
     topology.checkRank(rank);
-    Fault injected = new Fault(fault.kind, fault.kind == FaultKind.FABRIC ? 0 : rank, atStep);
+    Fault injected = fault.at(rank, atStep);
     boolean tempDir = dataDir == null;
     Path dir = tempDir ? Files.createTempDirectory("frdiag-demo-") : dataDir;
     String job = "demo";
     long began = System.nanoTime();
-    // Large simulations keep smaller rings so thousands of ranks fit in one JVM.
-    int ring = ranks > 512 ? 256 : FlightRecorder.DEFAULT_CAPACITY;
+    int ring = SimulatedJob.ringCapacity(ranks);
     DaemonSettings settings = DaemonSettings.builder().port(0).bindAddress("127.0.0.1").dataDir(dir)
         // Thousands of simulated ranks share 2 cores with the daemon: heartbeats can lag by seconds.
         .stallTimeout(stallTimeout).heartbeatTimeout(Duration.ofSeconds(Math.max(10, ranks / 64)))
@@ -164,12 +136,7 @@ public final class FrDemo implements Callable<Integer> {
         err.printf("[demo] injecting %s%s at step %d%n", fault.spelling,
             fault.kind == FaultKind.FABRIC ? "" : " on rank " + rank, atStep);
         err.flush();
-        try (RankSimulator sim = RankSimulator.builder().topology(topology).fault(injected).jobId(job)
-            .channel(channel).recorderCapacity(ring).stepInterval(Duration.ofMillis(ranks > 512 ? 0 : 20))
-            .reporterSettings(ReporterSettings.builder().heartbeatInterval(Duration.ofMillis(ranks > 1024 ? 1000 : 500))
-                .helloTimeout(Duration.ofSeconds(ranks > 512 ? 60 : 5))
-                .maxBatchDelay(Duration.ofMillis(ranks > 1024 ? 500 : ranks > 512 ? 250 : 50)).build())
-            .build()) {
+        try (RankSimulator sim = SimulatedJob.builder(topology, injected, job).channel(channel).build()) {
           long connecting = System.nanoTime();
           if (!sim.awaitConnected(timeout)) {
             err.printf("fr-demo: not every simulated rank could connect to the daemon within %s%n", human(timeout));
@@ -212,14 +179,6 @@ public final class FrDemo implements Callable<Integer> {
       paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException ignored) {
       // A temporary directory left behind is harmless.
-    }
-  }
-
-  /** picocli converter for {@link FaultOption}. */
-  static final class FaultConverter implements CommandLine.ITypeConverter<FaultOption> {
-    @Override
-    public FaultOption convert(String value) {
-      return FaultOption.parse(value);
     }
   }
 }

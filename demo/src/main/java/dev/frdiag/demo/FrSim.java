@@ -1,0 +1,143 @@
+package dev.frdiag.demo;
+
+import dev.frdiag.cli.DaemonAddress;
+import dev.frdiag.cli.ExitCode;
+import dev.frdiag.command.DurationConverter;
+import dev.frdiag.command.VersionProvider;
+import dev.frdiag.testing.sim.FaultKind;
+import dev.frdiag.testing.sim.RankSimulator;
+import dev.frdiag.testing.sim.Topology;
+import io.grpc.ManagedChannel;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code fr-sim}: simulated training ranks that stream to a daemon running elsewhere, with an injected fault, so
+ * the cluster service can be tried in three terminals (daemon, ranks, {@code fr-diagnose}).
+ */
+@Command(name = "fr-sim", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+    description = {"Runs N simulated training ranks that report to an frdiag daemon over gRPC, and injects a fault.",
+        "The ranks keep running (hung, once the fault hits) until Ctrl-C or --duration; ask the daemon with "
+            + "fr-diagnose meanwhile. Progress goes to stderr."},
+    exitCodeListHeading = "%nExit codes:%n",
+    exitCodeList = {"0:ran until stopped", "2:usage error", "3:the daemon could not be reached", "5:other failure"})
+public final class FrSim implements Callable<Integer> {
+  @Option(names = "--daemon", paramLabel = "HOST:PORT", converter = DaemonAddress.Converter.class,
+      defaultValue = DaemonAddress.DEFAULT, description = "The daemon to report to (default ${DEFAULT-VALUE}).")
+  DaemonAddress daemon;
+
+  @Option(names = "--job", defaultValue = "sim", description = "Job id the ranks report as (default ${DEFAULT-VALUE}).")
+  String job;
+
+  @Option(names = "--ranks", defaultValue = "16", description = "Simulated ranks (default ${DEFAULT-VALUE}).")
+  int ranks;
+
+  @Option(names = "--ranks-per-host", defaultValue = "8", description = "Ranks per host (default ${DEFAULT-VALUE}).")
+  int ranksPerHost;
+
+  @Option(names = "--fault", paramLabel = "KIND", converter = FaultOption.Converter.class, defaultValue = "gpu-stall",
+      description = FaultOption.CHOICES + " (default ${DEFAULT-VALUE}).")
+  FaultOption fault;
+
+  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank (default ${DEFAULT-VALUE}).")
+  int rank;
+
+  @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
+  long atStep;
+
+  @Option(names = "--connect-timeout", defaultValue = "60s", converter = DurationConverter.class,
+      description = "Give up when the ranks cannot all connect within this (default ${DEFAULT-VALUE}).")
+  Duration connectTimeout;
+
+  @Option(names = "--duration", converter = DurationConverter.class,
+      description = "Stop after this long (default: run until Ctrl-C).")
+  Duration duration;
+
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
+
+  /** Set when the simulation should end early (Ctrl-C); counted down by the shutdown hook or a test. */
+  private final CountDownLatch stop = new CountDownLatch(1);
+
+  public static void main(String[] args) {
+    if (System.getProperty("frdiag.log.level") == null) {
+      System.setProperty("frdiag.log.level", "ERROR");
+    }
+    FrSim sim = new FrSim();
+    Runtime.getRuntime().addShutdownHook(new Thread(sim::requestStop, "fr-sim-stop"));
+    System.exit(run(sim, args, new PrintWriter(System.err, true)));
+  }
+
+  /** Runs {@code sim} with progress on {@code err}; returns the exit code. */
+  static int run(FrSim sim, String[] args, PrintWriter err) {
+    CommandLine cmd = new CommandLine(sim).setOut(err).setErr(err);
+    cmd.setParameterExceptionHandler((e, a) -> {
+      err.println("fr-sim: " + e.getMessage());
+      err.println("Try 'fr-sim --help'.");
+      return ExitCode.USAGE;
+    });
+    cmd.setExecutionExceptionHandler((e, c, p) -> {
+      err.println("fr-sim: " + (e instanceof IllegalArgumentException ? "" : e.getClass().getSimpleName() + ": ")
+          + e.getMessage());
+      return e instanceof IllegalArgumentException ? ExitCode.USAGE : ExitCode.FAILURE;
+    });
+    return cmd.execute(args);
+  }
+
+  /** Ends a running simulation: its ranks say goodbye and the command returns. */
+  void requestStop() {
+    stop.countDown();
+  }
+
+  @Override
+  public Integer call() throws InterruptedException {
+    PrintWriter err = spec.commandLine().getErr();
+    if (duration != null && (duration.isNegative() || duration.isZero())) {
+      throw new IllegalArgumentException("--duration must be positive, got " + duration);
+    }
+    Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
+    topology.checkRank(rank);
+    ManagedChannel channel = daemon.open();
+    try (RankSimulator sim = SimulatedJob.builder(topology, fault.at(rank, atStep), job).channel(channel).build()) {
+      err.printf("[sim] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d) reporting to %s as job %s%n", ranks,
+          topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
+          daemon, job);
+      err.flush();
+      if (!sim.awaitConnected(connectTimeout)) {
+        err.printf("fr-sim: not every rank could connect to the daemon at %s within %s%n", daemon,
+            connectTimeout.toSeconds() + "s");
+        return ExitCode.UNREACHABLE_OR_UNKNOWN;
+      }
+      err.printf("[sim] connected; training, %s%n", fault == FaultOption.NONE ? "no fault injected"
+          : "injecting " + fault.spelling + (fault.kind == FaultKind.FABRIC ? "" : " on rank " + rank)
+              + " at step " + atStep);
+      err.flush();
+      sim.start();
+      long deadline = duration == null ? Long.MAX_VALUE : System.nanoTime() + duration.toNanos();
+      boolean told = false;
+      while (System.nanoTime() < deadline) {
+        long wait = Math.min(TimeUnit.SECONDS.toNanos(1), deadline - System.nanoTime());
+        if (stop.await(Math.max(wait, 0), TimeUnit.NANOSECONDS)) {
+          break;
+        }
+        if (!told && sim.isStalled()) {
+          told = true;
+          err.printf("[sim] the job hangs after step %d; ask the daemon: fr-diagnose --daemon %s %s%n",
+              sim.stepsCompleted(), daemon, job);
+          err.flush();
+        }
+      }
+      err.printf("[sim] stopping after %d steps%n", sim.stepsCompleted());
+      err.flush();
+      return ExitCode.NO_HANG;
+    } finally {
+      channel.shutdownNow();
+    }
+  }
+}
