@@ -18,7 +18,7 @@ import java.net.InetSocketAddress;
 import java.time.Instant;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,12 +65,14 @@ public final class Daemon implements AutoCloseable {
   private Daemon(DaemonSettings settings, ServerBuilder<?> transport, InetSocketAddress address) {
     this.settings = settings;
     this.address = address;
-    this.registry = new JobRegistry(settings.window());
+    this.registry = new JobRegistry(settings.window(), settings.limits());
     this.store = new ReportStore(settings.dataDir());
     this.analysisExecutor = Executors.newFixedThreadPool(2, daemonThreads("frdiag-analysis"));
-    ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(daemonThreads("frdiag-watchdog"));
+    ScheduledThreadPoolExecutor scheduler = new ScheduledThreadPoolExecutor(1, daemonThreads("frdiag-watchdog"));
+    // Snapshot deadlines are cancelled when a gather ends early; drop them from the queue at once.
+    scheduler.setRemoveOnCancelPolicy(true);
     this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
-        settings.stallTimeout());
+        settings.stallTimeout(), settings.limits());
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
     CollectorConfig config = CollectorConfig.newBuilder()
         .setHeartbeatIntervalMs(settings.heartbeatInterval().toMillis()).build();
@@ -80,7 +82,8 @@ public final class Daemon implements AutoCloseable {
         .maxInboundMessageSize(settings.maxMessageBytes() * 2 + 64 * 1024)
         .addService(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
             System::nanoTime, System::currentTimeMillis))
-        .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline()))
+        .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline(),
+            settings.limits()))
         .build();
   }
 

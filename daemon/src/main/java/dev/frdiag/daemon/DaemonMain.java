@@ -43,6 +43,31 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--window", description = "Records kept in memory per rank (default ${DEFAULT-VALUE}).")
   int window = DaemonSettings.DEFAULT_WINDOW;
 
+  @Option(names = "--max-jobs", description = "Jobs tracked at once; more are refused (default ${DEFAULT-VALUE}).")
+  int maxJobs = Limits.DEFAULT_MAX_JOBS;
+
+  @Option(names = "--max-groups-per-rank", description = "Process groups one rank may announce "
+      + "(default ${DEFAULT-VALUE}).")
+  int maxGroupsPerRank = Limits.DEFAULT_MAX_GROUPS_PER_RANK;
+
+  @Option(names = "--max-context-bytes", description = "Node context kept per job, in bytes (default ${DEFAULT-VALUE}).")
+  long maxContextBytes = Limits.DEFAULT_MAX_CONTEXT_BYTES_PER_JOB;
+
+  @Option(names = "--job-idle-expiry", converter = DurationConverter.class, description = "A job with no rank "
+      + "connected and no open incident is forgotten after this; its reports stay (default 1h).")
+  Duration jobIdleExpiry = Limits.DEFAULT_JOB_IDLE_EXPIRY;
+
+  @Option(names = "--max-snapshot-deadline", converter = DurationConverter.class,
+      description = "Longest snapshot deadline a DiagnoseNow may ask for (default 60s).")
+  Duration maxSnapshotDeadline = Limits.DEFAULT_MAX_SNAPSHOT_DEADLINE;
+
+  @Option(names = "--diagnose-interval", converter = DurationConverter.class, description = "Shortest time between "
+      + "two on-demand diagnoses of one job; a request while one runs joins it (default 1s).")
+  Duration diagnoseInterval = Limits.DEFAULT_DIAGNOSE_INTERVAL;
+
+  @Option(names = "--max-watchers", description = "WatchIncidents subscribers at once (default ${DEFAULT-VALUE}).")
+  int maxWatchers = Limits.DEFAULT_MAX_WATCHERS;
+
   public static void main(String[] args) {
     // Picked before the first logger exists; an explicit -Dlogback.configurationFile still wins.
     if (System.getProperty("logback.configurationFile") == null) {
@@ -57,7 +82,10 @@ public final class DaemonMain implements Callable<Integer> {
     try {
       settings = DaemonSettings.builder().bindAddress(bind).port(port).dataDir(dataDir).stallTimeout(stallTimeout)
           .heartbeatTimeout(heartbeatTimeout).snapshotDeadline(snapshotDeadline).maxMessageBytes(maxMessageBytes)
-          .window(window).build();
+          .window(window).limits(Limits.builder().maxJobs(maxJobs).maxGroupsPerRank(maxGroupsPerRank)
+              .maxContextBytesPerJob(maxContextBytes).jobIdleExpiry(jobIdleExpiry)
+              .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
+              .build()).build();
     } catch (IllegalArgumentException e) {
       System.err.println("fr-daemon: " + e.getMessage());
       return 2;

@@ -19,10 +19,11 @@ import java.util.Objects;
  * @param heartbeatInterval the interval ranks are asked to heartbeat at (default 1 s)
  * @param maxMessageBytes largest message a rank may send (default 4 MiB)
  * @param window records kept in memory per rank between snapshots (default 512)
+ * @param limits bounds on what clients can make the daemon hold (default {@link Limits#defaults()})
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
-    int maxMessageBytes, int window) {
+    int maxMessageBytes, int window, Limits limits) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = 50551;
@@ -37,6 +38,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
   public DaemonSettings {
     Objects.requireNonNull(bindAddress, "bindAddress");
     Objects.requireNonNull(dataDir, "dataDir");
+    Objects.requireNonNull(limits, "limits");
     if (port < 0 || port > 65_535) {
       throw new IllegalArgumentException("port must be within 0..65535, got " + port);
     }
@@ -83,6 +85,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
     private int maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
     private int window = DEFAULT_WINDOW;
+    private Limits limits = Limits.defaults();
 
     public Builder bindAddress(String v) {
       bindAddress = v;
@@ -134,10 +137,15 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder limits(Limits v) {
+      limits = v;
+      return this;
+    }
+
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
-          window);
+          window, limits);
     }
   }
 }

@@ -24,6 +24,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * One training job as the daemon tracks it: its ranks, their latest progress and ring windows. Thread-safe:
@@ -32,6 +33,8 @@ import java.util.TreeMap;
 public final class Job {
   private final String id;
   private final int window;
+  private final int maxGroupsPerRank;
+  private final long maxContextBytes;
   private final Object lock = new Object();
   /** Each rank's state is guarded by {@link #lock} as well. */
   @GuardedBy("lock")
@@ -49,15 +52,31 @@ public final class Job {
   private String latestReportId = "";
   @GuardedBy("lock")
   private final Map<String, NodeContext> contexts = new TreeMap<>();
+  @GuardedBy("lock")
+  private long contextBytes;
+  @GuardedBy("lock")
+  private CompletableFuture<Report> onDemand;
+  @GuardedBy("lock")
+  private long lastOnDemandNanos;
+  /** Daemon monotonic time of the last thing heard from or about the job; idle jobs expire from it. */
+  @GuardedBy("lock")
+  private long lastActivityNanos;
   /** The scheduler's names for the job, as its ranks' Hellos gave them; the newest Hello wins a key. */
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
 
   Job(String id, int worldSize, int window, long nowMs) {
+    this(id, worldSize, window, dev.frdiag.daemon.Limits.defaults(), nowMs, 0);
+  }
+
+  Job(String id, int worldSize, int window, dev.frdiag.daemon.Limits limits, long nowMs, long nowNanos) {
     this.id = id;
     this.worldSize = worldSize;
     this.window = window;
+    this.maxGroupsPerRank = limits.maxGroupsPerRank();
+    this.maxContextBytes = limits.maxContextBytesPerJob();
     this.firstSeenMs = nowMs;
+    this.lastActivityNanos = nowNanos;
   }
 
   public String id() {
@@ -65,17 +84,36 @@ public final class Job {
   }
 
   /**
-   * A rank (re)connected: replaces any earlier stream of the same rank.
+   * A rank (re)connected on {@code session}: replaces an earlier stream of the same rank only when that stream is
+   * no longer alive (ended, or silent past the heartbeat timeout). From then on only this session speaks for the
+   * rank; messages of any other session are ignored.
    *
-   * @throws IllegalArgumentException when it contradicts what other ranks said (world size)
+   * @throws ClaimRefusedException when a live stream holds the rank, or live ranks report another world size
+   * @throws LimitExceededException when the rank announces more process groups than the limit
    */
   public void attach(RankIdentity identity, List<ProcessGroup> groups, RankLink link, String session,
       long dropped, long nowNanos, long nowMs) {
     synchronized (lock) {
       if (identity.getWorldSize() != worldSize) {
-        throw new IllegalArgumentException("rank " + identity.getGlobalRank() + " says world size "
-            + identity.getWorldSize() + " but job " + id + " has world size " + worldSize);
+        long live = ranks.values().stream().filter(Job::live).count();
+        if (live > 0) {
+          throw new ClaimRefusedException(ClaimRefusedException.Conflict.SHAPE_IN_USE, "rank "
+              + identity.getGlobalRank() + " says world size " + identity.getWorldSize() + " but job " + id
+              + " has world size " + worldSize + " with " + live + " live ranks; refused while they are connected");
+        }
+        // No live rank holds the old shape (an elastic restart, or a claim that went away): the old ranks are history.
+        ranks.clear();
+        worldSize = identity.getWorldSize();
       }
+      RankState existing = ranks.get(identity.getGlobalRank());
+      if (existing != null && live(existing) && !existing.session.equals(session)) {
+        throw new ClaimRefusedException(ClaimRefusedException.Conflict.RANK_IN_USE, "rank "
+            + identity.getGlobalRank() + " of job " + id + " is already connected (host "
+            + existing.identity.getHostname() + ", pid " + existing.identity.getPid()
+            + "); a second stream for it is refused while the first is alive");
+      }
+      checkGroupLimit(existing == null ? 0 : existing.groups.size(), groups, identity.getGlobalRank());
+      lastActivityNanos = nowNanos;
       RankState r = ranks.computeIfAbsent(identity.getGlobalRank(), k -> new RankState());
       if (r.identity != null && r.identity.getPid() != identity.getPid()) {
         // A new process for this rank (the job restarted it): its old ring is history.
@@ -86,6 +124,7 @@ public final class Job {
       }
       r.identity = identity;
       r.silent = false;
+      r.lossReported = false;
       r.link = link;
       r.session = session;
       r.liveness = Liveness.ALIVE;
@@ -115,13 +154,44 @@ public final class Job {
     }
   }
 
-  public void addGroups(int rank, List<ProcessGroup> groups, long nowNanos) {
+  /** Groups a rank created after its Hello. */
+  public void addGroups(int rank, String session, List<ProcessGroup> groups, long nowNanos) {
     synchronized (lock) {
-      RankState r = ranks.get(rank);
+      RankState r = current(rank, session);
       if (r != null) {
+        checkGroupLimit(r.groups.size(), groups, rank);
         addGroups(r, groups);
-        r.lastSeenNanos = nowNanos;
+        heard(r, nowNanos);
       }
+    }
+  }
+
+  private void checkGroupLimit(int known, List<ProcessGroup> groups, int rank) {
+    if (known + groups.size() > maxGroupsPerRank) {
+      long added = groups.stream().map(ProcessGroup::getName).distinct().count();
+      if (known + added > maxGroupsPerRank) {
+        throw new LimitExceededException("rank " + rank + " of job " + id + " announced more than "
+            + maxGroupsPerRank + " process groups");
+      }
+    }
+  }
+
+  /** The rank's state when {@code session} is the one that speaks for it now, else null (a stale stream). */
+  @GuardedBy("lock")
+  private RankState current(int rank, String session) {
+    RankState r = ranks.get(rank);
+    return r != null && r.session.equals(session) ? r : null;
+  }
+
+  /** A rank whose stream is open and heard from: no other stream may claim it. */
+  private static boolean live(RankState r) {
+    return r.link != null && r.liveness == Liveness.ALIVE;
+  }
+
+  /** True when {@code session} is the stream that speaks for {@code rank} now. */
+  public boolean isCurrent(int rank, String session) {
+    synchronized (lock) {
+      return current(rank, session) != null;
     }
   }
 
@@ -140,25 +210,33 @@ public final class Job {
   }
 
   /** A silent rank that speaks again on its open stream was slow, not dead. */
-  private static void heard(RankState r, long nowNanos) {
+  @GuardedBy("lock")
+  private void heard(RankState r, long nowNanos) {
     r.lastSeenNanos = nowNanos;
+    lastActivityNanos = nowNanos;
     if (r.silent && r.liveness == Liveness.LOST) {
       r.liveness = Liveness.ALIVE;
       r.silent = false;
+      r.lossReported = false;
     }
   }
 
-  public void heartbeat(int rank, List<ProcessGroupProgress> progress, long dropped, long nowNanos, long nowMs) {
+  public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long nowNanos,
+      long nowMs) {
     synchronized (lock) {
-      RankState r = ranks.get(rank);
+      RankState r = current(rank, session);
       if (r == null) {
         return;
       }
       heard(r, nowNanos);
-      r.lastSeenNanos = nowNanos;
       r.lastSeenMs = nowMs;
       r.droppedRecords = Math.max(r.droppedRecords, dropped);
       for (ProcessGroupProgress p : progress) {
+        if (!r.groups.containsKey(p.getProcessGroup())) {
+          // Progress of a group the rank never announced has no members to judge a stall by, and would let a
+          // client grow this map without bound.
+          continue;
+        }
         ProcessGroupProgress before = r.progress.put(p.getProcessGroup(), p);
         if (before == null || p.getLastCompletedSeq() > before.getLastCompletedSeq()
             || p.getLastCompletedP2PSeq() > before.getLastCompletedP2PSeq()) {
@@ -168,10 +246,10 @@ public final class Job {
     }
   }
 
-  public void records(int rank, List<CollectiveRecord> records, List<InternedFrame> frames, long dropped,
-      long nowNanos) {
+  public void records(int rank, String session, List<CollectiveRecord> records, List<InternedFrame> frames,
+      long dropped, long nowNanos) {
     synchronized (lock) {
-      RankState r = ranks.get(rank);
+      RankState r = current(rank, session);
       if (r == null) {
         return;
       }
@@ -194,9 +272,9 @@ public final class Job {
     }
   }
 
-  public void event(int rank, RankEvent event, long nowNanos) {
+  public void event(int rank, String session, RankEvent event, long nowNanos) {
     synchronized (lock) {
-      RankState r = ranks.get(rank);
+      RankState r = current(rank, session);
       if (r == null) {
         return;
       }
@@ -236,15 +314,15 @@ public final class Job {
     }
   }
 
-  /** Asks every connected rank for a snapshot; returns the ranks asked. */
-  public List<Integer> requestDumps(DumpRequest request) {
+  /** Asks every connected rank for a snapshot; returns the ranks asked, each with the session it was asked on. */
+  public Map<Integer, String> requestDumps(DumpRequest request) {
     List<RankLink> links = new ArrayList<>();
-    List<Integer> asked = new ArrayList<>();
+    Map<Integer, String> asked = new TreeMap<>();
     synchronized (lock) {
       for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
         if (e.getValue().link != null) {
           links.add(e.getValue().link);
-          asked.add(e.getKey());
+          asked.put(e.getKey(), e.getValue().session);
         }
       }
     }
@@ -318,11 +396,10 @@ public final class Job {
         // A stream that ended is a lost rank. Silence opens an incident only after the grace as well, and the
         // analysis does not take it for death: a starved process is often just slow, and a host that vanished
         // without closing its connection is found by the transport's keepalive, which then ends its streams.
-        if (r.liveness == Liveness.LOST && !r.silent && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
-          return Report.Trigger.RANK_LOST;
-        }
-        if (r.silent && r.liveness == Liveness.LOST && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
-          return Report.Trigger.HEARTBEAT_LOST;
+        // A loss an incident already covered does not open another: a job killed without goodbyes is one
+        // incident, not one per stall timeout.
+        if (r.liveness == Liveness.LOST && !r.lossReported && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
+          return r.silent ? Report.Trigger.HEARTBEAT_LOST : Report.Trigger.RANK_LOST;
         }
         if (r.unhandledEvent && !r.events.isEmpty()) {
           return triggerOf(r.events.getLast().getKind());
@@ -374,6 +451,9 @@ public final class Job {
       incidentReportedNanos = 0;
       for (RankState r : ranks.values()) {
         r.unhandledEvent = false;
+        if (r.liveness == Liveness.LOST) {
+          r.lossReported = true;
+        }
       }
     }
   }
@@ -403,6 +483,30 @@ public final class Job {
     }
   }
 
+  /**
+   * The on-demand diagnosis running for this job, or {@code candidate} when none runs and one may start now:
+   * {@code admission} has passed and the last one started at least {@code interval} ago.
+   *
+   * @throws LimitExceededException when the last one started less than {@code interval} ago, or admission refused
+   */
+  public CompletableFuture<Report> joinOrClaimOnDemand(long nowNanos, Duration interval,
+      CompletableFuture<Report> candidate, Runnable admission) {
+    synchronized (lock) {
+      if (onDemand != null && !onDemand.isDone()) {
+        return onDemand;
+      }
+      long since = nowNanos - lastOnDemandNanos;
+      if (onDemand != null && since < interval.toNanos()) {
+        throw new LimitExceededException("job " + id + " was diagnosed on demand " + since / 1_000_000
+            + " ms ago; ask again in " + (interval.toNanos() - since + 999_999) / 1_000_000 + " ms");
+      }
+      admission.run();
+      onDemand = candidate;
+      lastOnDemandNanos = nowNanos;
+      return candidate;
+    }
+  }
+
   public boolean incidentOpen() {
     synchronized (lock) {
       return incidentOpen;
@@ -424,12 +528,33 @@ public final class Job {
     }
   }
 
-  /** What a node's NCCL logs and counters say; replaces that node's earlier post. */
-  public void context(NodeContext node) {
+  /**
+   * What a node's NCCL logs and counters say; replaces that node's earlier post.
+   *
+   * @throws LimitExceededException when the job's node context would exceed its byte limit
+   */
+  public void context(NodeContext node, long nowNanos) {
     synchronized (lock) {
-      if (contexts.size() < JobRegistry.MAX_NODES_PER_JOB || contexts.containsKey(node.getHostname())) {
-        contexts.put(node.getHostname(), node);
+      NodeContext before = contexts.get(node.getHostname());
+      long bytes = contextBytes - (before == null ? 0 : before.getSerializedSize()) + node.getSerializedSize();
+      if (bytes > maxContextBytes) {
+        throw new LimitExceededException("node context of job " + id + " would reach " + bytes
+            + " bytes, more than its limit of " + maxContextBytes);
       }
+      contexts.put(node.getHostname(), node);
+      contextBytes = bytes;
+      lastActivityNanos = nowNanos;
+    }
+  }
+
+  /**
+   * True when nothing keeps the job: no rank connected, no incident open, and nothing heard for {@code expiry}.
+   * Its reports stay in the store.
+   */
+  public boolean idle(long nowNanos, Duration expiry) {
+    synchronized (lock) {
+      return !incidentOpen && ranks.values().stream().noneMatch(Job::live)
+          && nowNanos - lastActivityNanos >= expiry.toNanos();
     }
   }
 

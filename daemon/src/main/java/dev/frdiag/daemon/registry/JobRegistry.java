@@ -1,6 +1,9 @@
 package dev.frdiag.daemon.registry;
 
+import dev.frdiag.daemon.Limits;
 import dev.frdiag.proto.v1.NodeContext;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -12,43 +15,110 @@ public final class JobRegistry {
   // Concurrent rather than one lock: ranks of different jobs connect at once and must not wait for each other.
   private final ConcurrentHashMap<String, Job> jobs = new ConcurrentHashMap<>();
   /** Node context posted before the job's first rank connected; handed to the job when it appears. */
-  private final ConcurrentHashMap<String, Map<String, NodeContext>> earlyContext = new ConcurrentHashMap<>();
-  static final int MAX_NODES_PER_JOB = 65_536;
+  private final ConcurrentHashMap<String, EarlyContext> earlyContext = new ConcurrentHashMap<>();
   private final int window;
+  private final Limits limits;
+
+  /** Node posts of a job nobody has connected for yet, with their size and when the first came. */
+  private static final class EarlyContext {
+    final Map<String, NodeContext> nodes = new ConcurrentHashMap<>();
+    final long firstPostNanos;
+    long bytes;
+
+    EarlyContext(long firstPostNanos) {
+      this.firstPostNanos = firstPostNanos;
+    }
+  }
 
   /**
    * @param window records kept in memory per rank between snapshots
    */
   public JobRegistry(int window) {
+    this(window, Limits.defaults());
+  }
+
+  public JobRegistry(int window, Limits limits) {
     if (window < 1) {
       throw new IllegalArgumentException("window must be at least 1, got " + window);
     }
     this.window = window;
+    this.limits = limits;
   }
 
   /** The job, created on first sight with {@code worldSize}. */
   public Job getOrCreate(String jobId, int worldSize, long nowMs) {
+    return getOrCreate(jobId, worldSize, nowMs, 0);
+  }
+
+  /**
+   * The job, created on first sight with {@code worldSize}.
+   *
+   * @throws LimitExceededException when it is new and the daemon already tracks its maximum number of jobs
+   */
+  public Job getOrCreate(String jobId, int worldSize, long nowMs, long nowNanos) {
+    Job known = jobs.get(jobId);
+    if (known != null) {
+      return known;
+    }
+    if (jobs.size() >= limits.maxJobs()) {
+      throw new LimitExceededException("the daemon tracks " + jobs.size() + " jobs, its limit; job " + jobId
+          + " is refused until idle jobs expire");
+    }
     return jobs.computeIfAbsent(jobId, id -> {
-      Job job = new Job(id, worldSize, window, nowMs);
-      Map<String, NodeContext> early = earlyContext.remove(id);
+      Job job = new Job(id, worldSize, window, limits, nowMs, nowNanos);
+      EarlyContext early = earlyContext.remove(id);
       if (early != null) {
-        early.values().forEach(job::context);
+        early.nodes.values().forEach(n -> job.context(n, nowNanos));
       }
       return job;
     });
   }
 
-  /** Stores what one node says, with its job or until the job appears; a newer post replaces the node's older one. */
-  public void context(NodeContext node) {
+  /**
+   * Stores what one node says, with its job or until the job appears; a newer post replaces the node's older one.
+   *
+   * @throws LimitExceededException when the job's context, or the context waiting for jobs not seen yet, is full
+   */
+  public void context(NodeContext node, long nowNanos) {
     Job job = jobs.get(node.getJobId());
     if (job != null) {
-      job.context(node);
+      job.context(node, nowNanos);
       return;
     }
-    Map<String, NodeContext> early = earlyContext.computeIfAbsent(node.getJobId(), j -> new ConcurrentHashMap<>());
-    if (early.size() < MAX_NODES_PER_JOB || early.containsKey(node.getHostname())) {
-      early.put(node.getHostname(), node);
+    EarlyContext early = earlyContext.get(node.getJobId());
+    if (early == null) {
+      if (earlyContext.size() >= limits.maxEarlyContextJobs()) {
+        throw new LimitExceededException("node context is already waiting for " + earlyContext.size()
+            + " jobs that no rank has connected for; context for job " + node.getJobId() + " is refused");
+      }
+      early = earlyContext.computeIfAbsent(node.getJobId(), j -> new EarlyContext(nowNanos));
     }
+    synchronized (early) {
+      NodeContext before = early.nodes.get(node.getHostname());
+      long bytes = early.bytes - (before == null ? 0 : before.getSerializedSize()) + node.getSerializedSize();
+      if (bytes > limits.maxContextBytesPerJob()) {
+        throw new LimitExceededException("node context waiting for job " + node.getJobId() + " would reach "
+            + bytes + " bytes, more than its limit of " + limits.maxContextBytesPerJob());
+      }
+      early.nodes.put(node.getHostname(), node);
+      early.bytes = bytes;
+    }
+  }
+
+  /**
+   * Forgets jobs that have been idle for the limits' expiry (no rank connected, no incident open) and node context
+   * whose job never appeared; returns the ids of the jobs forgotten.
+   */
+  public List<String> expireIdle(long nowNanos) {
+    Duration expiry = limits.jobIdleExpiry();
+    List<String> expired = new ArrayList<>();
+    for (Job job : jobs.values()) {
+      if (job.idle(nowNanos, expiry) && jobs.remove(job.id(), job)) {
+        expired.add(job.id());
+      }
+    }
+    earlyContext.entrySet().removeIf(e -> nowNanos - e.getValue().firstPostNanos >= expiry.toNanos());
+    return expired;
   }
 
   public Optional<Job> find(String jobId) {
@@ -57,5 +127,10 @@ public final class JobRegistry {
 
   public Collection<Job> all() {
     return List.copyOf(jobs.values());
+  }
+
+  /** Jobs whose node context waits for their first rank. */
+  public int jobsAwaitingContext() {
+    return earlyContext.size();
   }
 }

@@ -35,6 +35,8 @@ final class RankState {
   /** Lost only because it went silent: its stream is still open, and any message brings it back. */
   boolean silent;
   long droppedRecords;
+  /** An incident already covered this rank's loss; only a new loss (after it was heard again) opens another. */
+  boolean lossReported;
   /** An event arrived that no incident has looked at yet. */
   boolean unhandledEvent;
 }

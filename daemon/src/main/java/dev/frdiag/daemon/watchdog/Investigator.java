@@ -4,7 +4,9 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.daemon.Limits;
 import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
@@ -14,10 +16,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -25,6 +25,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -50,6 +51,8 @@ public final class Investigator {
   // Watchers come and go rarely; every report walks the list, from the analysis threads.
   private final List<ReportSink> sinks = new CopyOnWriteArrayList<>();
   private final ScheduledExecutorService scheduler;
+  private final Limits limits;
+  private final AtomicInteger onDemandInFlight = new AtomicInteger();
 
   /** How often an open gather looks whether it has a quorum. */
   static final Duration QUORUM_CHECK = Duration.ofMillis(50);
@@ -58,6 +61,12 @@ public final class Investigator {
 
   public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
       Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold) {
+    this(store, executor, scheduler, clock, nanoTime, stallThreshold, Limits.defaults());
+  }
+
+  public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
+      Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold, Limits limits) {
+    this.limits = limits;
     this.store = store;
     this.executor = executor;
     this.scheduler = scheduler;
@@ -74,23 +83,58 @@ public final class Investigator {
     sinks.remove(sink);
   }
 
-  /** Routes a rank's dump reply to the investigation that asked for it; late or unknown replies are dropped. */
-  public void onDumpReply(String jobId, int rank, DumpReply reply) {
+  /**
+   * Routes a rank's dump reply to the investigation that asked for it. Late or unknown replies are dropped, and so
+   * are replies from a stream other than the one asked: only the rank's own session may answer for it.
+   */
+  public void onDumpReply(String jobId, int rank, String session, DumpReply reply) {
     Gather g = pending.get(reply.getRequestId());
     if (g != null && g.jobId.equals(jobId)) {
-      g.add(rank, reply);
+      g.add(rank, session, reply);
     }
   }
 
+  /**
+   * A diagnosis someone asked for: joins the one already running for the job, and is refused (with the wait) when
+   * the job was diagnosed on demand less than the limits' interval ago or too many are running daemon-wide.
+   *
+   * @throws LimitExceededException when refused
+   */
+  public CompletableFuture<Report> investigateOnDemand(Job job, Duration deadline) {
+    CompletableFuture<Report> mine = new CompletableFuture<>();
+    CompletableFuture<Report> running = job.joinOrClaimOnDemand(nanoTime.getAsLong(), limits.diagnoseInterval(), mine,
+        () -> {
+          if (onDemandInFlight.get() >= limits.maxInvestigations()) {
+            throw new LimitExceededException(onDemandInFlight.get() + " diagnoses are running, the daemon's limit; "
+                + "try again shortly");
+          }
+        });
+    if (running != mine) {
+      return running;
+    }
+    onDemandInFlight.incrementAndGet();
+    investigate(job, Report.Trigger.ON_DEMAND, deadline).whenComplete((report, error) -> {
+      onDemandInFlight.decrementAndGet();
+      if (error != null) {
+        mine.completeExceptionally(error);
+      } else {
+        mine.complete(report);
+      }
+    });
+    return mine;
+  }
+
   /** Investigates {@code job} now; the future completes with the stored report. */
-  public CompletableFuture<Report> investigate(Job job, Report.Trigger trigger, Duration deadline) {
+  public CompletableFuture<Report> investigate(Job job, Report.Trigger trigger, Duration requestedDeadline) {
+    Duration deadline = requestedDeadline.compareTo(limits.maxSnapshotDeadline()) > 0 ? limits.maxSnapshotDeadline()
+        : requestedDeadline;
     List<Report.TimelineEntry> timeline = new ArrayList<>();
     Instant start = clock.get();
     timeline.add(new Report.TimelineEntry(start.toString(), describe(trigger)));
     long id = requestIds.incrementAndGet();
     Gather gather = new Gather(job.id(), nanoTime);
     pending.put(id, gather);
-    List<Integer> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
+    Map<Integer, String> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
         .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).build());
     timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
         + " connected ranks (deadline " + deadline.toMillis() + " ms)"));
@@ -99,8 +143,15 @@ public final class Investigator {
     // last few only delays the answer; their stored windows stand in for them and the report says so.
     ScheduledFuture<?> quorum = scheduler.scheduleWithFixedDelay(gather::checkQuorum, QUORUM_CHECK.toMillis(),
         QUORUM_CHECK.toMillis(), TimeUnit.MILLISECONDS);
-    gather.done.whenComplete((v, e) -> quorum.cancel(false));
-    return gather.done.completeOnTimeout(null, deadline.toMillis(), TimeUnit.MILLISECONDS)
+    // On our scheduler rather than completeOnTimeout's shared one, so that a gather finished early leaves no task
+    // waiting out its deadline behind it.
+    ScheduledFuture<?> timeout = scheduler.schedule(() -> gather.done.complete(null), deadline.toMillis(),
+        TimeUnit.MILLISECONDS);
+    gather.done.whenComplete((v, e) -> {
+      quorum.cancel(false);
+      timeout.cancel(false);
+    });
+    return gather.done
         .thenApplyAsync(ignored -> {
           pending.remove(id);
           Map<Integer, DumpReply> replies = gather.snapshot();
@@ -161,10 +212,13 @@ public final class Investigator {
     final CompletableFuture<Void> done = new CompletableFuture<>();
     @GuardedBy("this")
     private final Map<Integer, DumpReply> replies = new HashMap<>();
+    /** Each rank asked, with the session it was asked on: only that session may answer. */
     @GuardedBy("this")
-    private final Set<Integer> expected = new HashSet<>();
+    private final Map<Integer, String> expected = new HashMap<>();
     @GuardedBy("this")
     private boolean expectedKnown;
+    @GuardedBy("this")
+    private final Map<Integer, String> early = new HashMap<>();
     @GuardedBy("this")
     private long lastReplyNanos;
 
@@ -173,13 +227,20 @@ public final class Investigator {
       this.nanoTime = nanoTime;
     }
 
-    synchronized void expect(List<Integer> ranks) {
-      expected.addAll(ranks);
+    synchronized void expect(Map<Integer, String> ranks) {
+      expected.putAll(ranks);
       expectedKnown = true;
       checkDone();
     }
 
-    synchronized void add(int rank, DumpReply reply) {
+    synchronized void add(int rank, String session, DumpReply reply) {
+      // Replies can arrive before expect() has run (the request went out first); those are checked in checkDone.
+      if (expectedKnown && !session.equals(expected.get(rank))) {
+        return;
+      }
+      if (!expectedKnown) {
+        early.put(rank, session);
+      }
       replies.put(rank, reply);
       lastReplyNanos = nanoTime.getAsLong();
       checkDone();
@@ -200,7 +261,17 @@ public final class Investigator {
 
     @GuardedBy("this")
     private void checkDone() {
-      if (expectedKnown && replies.keySet().containsAll(expected)) {
+      if (!expectedKnown) {
+        return;
+      }
+      // Replies that came before the ranks asked were known: keep only those from the session asked.
+      early.forEach((rank, session) -> {
+        if (!session.equals(expected.get(rank))) {
+          replies.remove(rank);
+        }
+      });
+      early.clear();
+      if (replies.keySet().containsAll(expected.keySet())) {
         done.complete(null);
       }
     }

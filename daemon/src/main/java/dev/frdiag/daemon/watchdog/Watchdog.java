@@ -43,6 +43,11 @@ public final class Watchdog implements AutoCloseable {
 
   /** One pass over every job; tests drive it directly, with their own clock. */
   void checkAll() {
+    for (String expired : registry.expireIdle(nanoTime.getAsLong())) {
+      incidentOpenedAt.remove(expired);
+      log.info("job {}: forgotten after {} with no rank connected (its reports stay in the store)", expired,
+          settings.limits().jobIdleExpiry());
+    }
     for (Job job : registry.all()) {
       try {
         check(job);

@@ -1,8 +1,10 @@
 package dev.frdiag.daemon.wire;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.daemon.registry.ClaimRefusedException;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.registry.RankLink;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.CollectiveRecord;
@@ -56,7 +58,12 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
-    registry.context(node);
+    try {
+      registry.context(node, nanoTime.getAsLong());
+    } catch (LimitExceededException e) {
+      out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    }
     log.debug("job={} host={} posted {} context findings", node.getJobId(), node.getHostname(),
         node.getFindingsCount());
     out.onNext(ContextAck.getDefaultInstance());
@@ -101,6 +108,12 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         handle(message);
       } catch (IllegalArgumentException e) {
         fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()));
+      } catch (LimitExceededException e) {
+        fail(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()));
+      } catch (ClaimRefusedException e) {
+        // Retryable for the client: once the live stream (or the live shape) is gone, the same Hello is accepted.
+        fail((e.conflict() == ClaimRefusedException.Conflict.RANK_IN_USE ? Status.ALREADY_EXISTS : Status.ABORTED)
+            .withDescription(e.getMessage()));
       }
     }
 
@@ -116,30 +129,30 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       }
       int rank = identity.getGlobalRank();
       switch (message.getBodyCase()) {
-        case HEARTBEAT -> job.heartbeat(rank, message.getHeartbeat().getProgressList(),
+        case HEARTBEAT -> job.heartbeat(rank, id, message.getHeartbeat().getProgressList(),
             message.getHeartbeat().getDroppedRecords(), now, millis.getAsLong());
         case RECORDS -> {
           for (CollectiveRecord r : message.getRecords().getRecordsList()) {
             MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
           }
-          job.records(rank, message.getRecords().getRecordsList(), message.getRecords().getFramesList(),
+          job.records(rank, id, message.getRecords().getRecordsList(), message.getRecords().getFramesList(),
               message.getRecords().getDroppedRecords(), now);
         }
         case PROCESS_GROUPS -> {
           MessageValidator.groups(message.getProcessGroups().getProcessGroupsList(), identity);
-          job.addGroups(rank, message.getProcessGroups().getProcessGroupsList(), now);
+          job.addGroups(rank, id, message.getProcessGroups().getProcessGroupsList(), now);
         }
         case EVENT -> {
           MessageValidator.event(message.getEvent());
           log.warn("job={} rank={} reported {}: {}", job.id(), rank, message.getEvent().getKind(),
               MessageValidator.abbreviate(message.getEvent().getMessage()));
-          job.event(rank, message.getEvent(), now);
+          job.event(rank, id, message.getEvent(), now);
         }
         case DUMP_REPLY -> {
           for (CollectiveRecord r : message.getDumpReply().getRecordsList()) {
             MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
           }
-          investigator.onDumpReply(job.id(), rank, message.getDumpReply());
+          investigator.onDumpReply(job.id(), rank, id, message.getDumpReply());
         }
         case GOODBYE -> {
           job.finished(rank, id);
@@ -156,7 +169,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     private void hello(Hello hello, long now) {
       MessageValidator.hello(hello);
       RankIdentity who = hello.getIdentity();
-      Job j = registry.getOrCreate(who.getJobId(), who.getWorldSize(), millis.getAsLong());
+      Job j = registry.getOrCreate(who.getJobId(), who.getWorldSize(), millis.getAsLong(), now);
       j.attach(who, hello.getProcessGroupsList(), this, id, hello.getDroppedRecords(), now, millis.getAsLong());
       j.scheduler(hello.getSchedulerMap());
       this.job = j;

@@ -1,7 +1,10 @@
 package dev.frdiag.daemon.wire;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.daemon.Limits;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
@@ -23,8 +26,11 @@ import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.Comparator;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /** The Diagnosis service: what users and tools ask. A thin adapter over the registry, store and investigator. */
 public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
@@ -32,13 +38,16 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
   private final ReportStore store;
   private final Investigator investigator;
   private final Duration defaultDeadline;
+  private final Limits limits;
+  private final AtomicInteger watchers = new AtomicInteger();
 
   public DiagnosisService(JobRegistry registry, ReportStore store, Investigator investigator,
-      Duration defaultDeadline) {
+      Duration defaultDeadline, Limits limits) {
     this.registry = registry;
     this.store = store;
     this.investigator = investigator;
     this.defaultDeadline = defaultDeadline;
+    this.limits = limits;
   }
 
   /** The wire form of a stored report. */
@@ -81,7 +90,14 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     }
     Duration deadline = request.getSnapshotDeadlineMs() > 0 ? Duration.ofMillis(request.getSnapshotDeadlineMs())
         : defaultDeadline;
-    investigator.investigate(job, Report.Trigger.ON_DEMAND, deadline).whenComplete((report, error) -> {
+    CompletableFuture<Report> diagnosis;
+    try {
+      diagnosis = investigator.investigateOnDemand(job, deadline);
+    } catch (LimitExceededException e) {
+      out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
+      return;
+    }
+    diagnosis.whenComplete((report, error) -> {
       if (error != null) {
         Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
         out.onError(Status.INTERNAL.withDescription("diagnosis failed: " + cause).asRuntimeException());
@@ -121,18 +137,79 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
   @Override
   public void watchIncidents(WatchIncidentsRequest request, StreamObserver<ReportEnvelope> responses) {
     ServerCallStreamObserver<ReportEnvelope> out = (ServerCallStreamObserver<ReportEnvelope>) responses;
-    String job = request.getJobId();
-    ReportSink sink = report -> {
-      if (job.isEmpty() || job.equals(report.job())) {
-        synchronized (out) {
-          if (!out.isCancelled()) {
-            out.onNext(envelope(report));
-          }
-        }
+    if (watchers.incrementAndGet() > limits.maxWatchers()) {
+      watchers.decrementAndGet();
+      out.onError(Status.RESOURCE_EXHAUSTED.withDescription("the daemon already serves " + limits.maxWatchers()
+          + " incident watchers, its limit").asRuntimeException());
+      return;
+    }
+    Watcher watcher = new Watcher(out, request.getJobId());
+    out.setOnReadyHandler(watcher::drain);
+    out.setOnCancelHandler(watcher::end);
+    investigator.addSink(watcher);
+  }
+
+  /**
+   * One {@code WatchIncidents} subscriber. Reports wait in a small queue until the transport is ready for them, so
+   * a watcher that stops reading costs a bounded amount of memory; one that falls further behind is cut off.
+   */
+  private final class Watcher implements ReportSink {
+    private final ServerCallStreamObserver<ReportEnvelope> out;
+    private final String job;
+    @GuardedBy("this")
+    private final ArrayDeque<ReportEnvelope> backlog = new ArrayDeque<>();
+    @GuardedBy("this")
+    private boolean ended;
+
+    Watcher(ServerCallStreamObserver<ReportEnvelope> out, String job) {
+      this.out = out;
+      this.job = job;
+    }
+
+    @Override
+    public void accept(Report report) {
+      if (!job.isEmpty() && !job.equals(report.job())) {
+        return;
       }
-    };
-    out.setOnCancelHandler(() -> investigator.removeSink(sink));
-    investigator.addSink(sink);
+      synchronized (this) {
+        if (ended) {
+          return;
+        }
+        if (backlog.size() >= limits.watcherBacklog()) {
+          int behind = backlog.size();
+          end();
+          try {
+            out.onError(Status.RESOURCE_EXHAUSTED.withDescription("this watcher fell " + behind
+                + " reports behind and was cut off; reconnect and read faster").asRuntimeException());
+          } catch (RuntimeException ignored) {
+            // Already cancelled by the peer.
+          }
+          return;
+        }
+        backlog.add(envelope(report));
+      }
+      drain();
+    }
+
+    synchronized void drain() {
+      try {
+        while (!ended && !backlog.isEmpty() && out.isReady() && !out.isCancelled()) {
+          out.onNext(backlog.poll());
+        }
+      } catch (RuntimeException e) {
+        // The call ended under us.
+        end();
+      }
+    }
+
+    synchronized void end() {
+      if (!ended) {
+        ended = true;
+        backlog.clear();
+        investigator.removeSink(this);
+        watchers.decrementAndGet();
+      }
+    }
   }
 
   private static RuntimeException unknownJob(String jobId) {

@@ -36,13 +36,13 @@ class JobTest {
   @Test
   void aGroupWithOutstandingWorkAndNoProgressForTheStallTimeoutOpensAnIncident() {
     Job job = twoRanks();
-    job.heartbeat(0, List.of(progress(5, 4)), 0, 1 * S, 0);
-    job.heartbeat(1, List.of(progress(5, 4)), 0, 1 * S, 0);
-    job.heartbeat(0, List.of(progress(5, 4)), 0, 20 * S, 0);
-    job.heartbeat(1, List.of(progress(5, 4)), 0, 20 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 1 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 1 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 20 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 20 * S, 0);
     assertThat(job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
-    job.heartbeat(0, List.of(progress(5, 4)), 0, 31 * S, 0);
-    job.heartbeat(1, List.of(progress(5, 4)), 0, 31 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 31 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 31 * S, 0);
     assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
@@ -50,8 +50,8 @@ class JobTest {
   void progressKeepsTheWatchdogQuiet() {
     Job job = twoRanks();
     for (long t = 1; t <= 100; t += 5) {
-      job.heartbeat(0, List.of(progress(t + 1, t)), 0, t * S, 0);
-      job.heartbeat(1, List.of(progress(t + 1, t)), 0, t * S, 0);
+      job.heartbeat(0, "s0", List.of(progress(t + 1, t)), 0, t * S, 0);
+      job.heartbeat(1, "s1", List.of(progress(t + 1, t)), 0, t * S, 0);
       assertThat(job.incidentTrigger(t * S, STALL, HEARTBEAT, GRACE)).isNull();
     }
   }
@@ -64,21 +64,21 @@ class JobTest {
     assertThat(lost.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
 
     Job silent = twoRanks();
-    silent.heartbeat(0, List.of(), 0, 20 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
     assertThat(silent.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
     // Rank 1 last spoke at 0: silent from 16 s on, an incident only once the grace has passed too.
-    silent.heartbeat(0, List.of(), 0, 40 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 40 * S, 0);
     assertThat(silent.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isNull();
-    silent.heartbeat(0, List.of(), 0, 71 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 71 * S, 0);
     assertThat(silent.incidentTrigger(71 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
   }
 
   @Test
   void aSilentRankThatSpeaksAgainIsAliveAndOnlyAnEndedStreamIsLost() {
     Job job = twoRanks();
-    job.heartbeat(0, List.of(), 0, 20 * S, 0);
+    job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
     job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE);
-    job.heartbeat(1, List.of(), 0, 21 * S, 0);
+    job.heartbeat(1, "s1", List.of(), 0, 21 * S, 0);
     assertThat(job.summary().getRanksLost()).isZero();
     job.lost(1, "s1", 22 * S);
     assertThat(job.summary().getRanksLost()).isEqualTo(1);
@@ -87,21 +87,63 @@ class JobTest {
   @Test
   void anEventTriggeredIncidentClosesAfterItsReportSoTheNextHangIsReportedToo() {
     Job job = twoRanks();
-    job.event(0, dev.frdiag.proto.v1.RankEvent.newBuilder()
+    job.event(0, "s0", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 1 * S);
     assertThat(job.incidentTrigger(1 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
     job.openIncident(Trigger.WATCHDOG_TIMEOUT);
     job.incidentReported(2 * S);
     // A late timeout line from another rank is part of the same hang.
-    job.event(1, dev.frdiag.proto.v1.RankEvent.newBuilder()
+    job.event(1, "s1", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 3 * S);
     job.closeIncidentAfterReport(10 * S, STALL);
     assertThat(job.incidentOpen()).isTrue();
     job.closeIncidentAfterReport(33 * S, STALL);
     assertThat(job.incidentOpen()).isFalse();
     assertThat(job.incidentTrigger(33 * S, STALL, HEARTBEAT, GRACE)).isNull();
-    job.event(1, dev.frdiag.proto.v1.RankEvent.newBuilder()
+    job.event(1, "s1", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 40 * S);
     assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
+  }
+
+  @Test
+  void aStreamThatLostItsRankToANewSessionSpeaksForItNoMore() {
+    Job job = twoRanks();
+    // Rank 1 goes silent past the heartbeat timeout; its process restarts and connects on a new stream.
+    job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
+    job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE);
+    job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2).setPid(11).build(),
+        List.of(ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1).build()),
+        request -> { }, "s1-new", 0, 21 * S, 0);
+
+    job.heartbeat(1, "s1", List.of(progress(9, 9)), 0, 22 * S, 0);
+    job.finished(1, "s1");
+    job.lost(1, "s1", 23 * S);
+    assertThat(job.isCurrent(1, "s1")).isFalse();
+    assertThat(job.isCurrent(1, "s1-new")).isTrue();
+    assertThat(job.summary().getRanksConnected()).as("the old stream's goodbye and loss change nothing").isEqualTo(2);
+    assertThat(job.evidence(java.util.Map.of(), 0, STALL, "").ranks().get(1).progress())
+        .as("the old stream's progress is not the rank's").isEmpty();
+  }
+
+  @Test
+  void progressOfAGroupTheRankNeverAnnouncedIsNotKept() {
+    Job job = twoRanks();
+    job.heartbeat(0, "s0", List.of(progress(5, 4), ProcessGroupProgress.newBuilder().setProcessGroup("ghost")
+        .setLastEnqueuedSeq(9).build()), 0, 1 * S, 0);
+    assertThat(job.evidence(java.util.Map.of(), 0, STALL, "").ranks().get(0).progress())
+        .extracting(ProcessGroupProgress::getProcessGroup).containsExactly("0");
+  }
+
+  @Test
+  void nodeContextBeyondTheJobsByteLimitIsRefusedAndTheEarlierContextKept() {
+    Job job = new Job("j", 2, 16, dev.frdiag.daemon.Limits.builder().maxContextBytesPerJob(64 * 1024).build(), 0, 0);
+    dev.frdiag.proto.v1.NodeContext small = dev.frdiag.proto.v1.NodeContext.newBuilder().setJobId("j")
+        .setHostname("a").build();
+    job.context(small, 0);
+    dev.frdiag.proto.v1.NodeContext big = small.toBuilder().setHostname("b")
+        .addFindings(dev.frdiag.proto.v1.ContextFinding.newBuilder().setDetail("x".repeat(70 * 1024))).build();
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> job.context(big, 0))
+        .isInstanceOf(LimitExceededException.class).hasMessageContaining("more than its limit of 65536");
+    assertThat(job.evidence(java.util.Map.of(), 0, STALL, "").context()).containsExactly(small);
   }
 }

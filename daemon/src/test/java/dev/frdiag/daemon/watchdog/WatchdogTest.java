@@ -67,7 +67,7 @@ class WatchdogTest {
       int r = rank;
       job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(r).setWorldSize(2).setHostname("node0")
               .setPid(100 + r).build(), List.of(WORLD),
-          request -> investigator.onDumpReply("job", r, DumpReply.newBuilder()
+          request -> investigator.onDumpReply("job", r, "session" + r, DumpReply.newBuilder()
               .setRequestId(request.getRequestId()).build()),
           "session" + r, 0, nanos.get(), 0);
     }
@@ -92,7 +92,7 @@ class WatchdogTest {
     at(sinceStart);
     for (int rank = 0; rank < 2; rank++) {
       if (!contains(silentRanks, rank)) {
-        job.heartbeat(rank, progress == null ? List.of() : List.of(progress), 0, nanos.get(), 0);
+        job.heartbeat(rank, "session" + rank, progress == null ? List.of() : List.of(progress), 0, nanos.get(), 0);
       }
     }
     watchdog.checkAll();
@@ -152,7 +152,7 @@ class WatchdogTest {
     tick(STALL, stuck);
     assertThat(triggers()).containsExactly("stall");
 
-    job.event(1, RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).build(), nanos.get());
+    job.event(1, "session1", RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).build(), nanos.get());
     job.lost(1, "session1", nanos.get());
     for (int s = 40; s <= 600; s += 10) {
       tick(Duration.ofSeconds(s), stuck, 1);
@@ -195,6 +195,28 @@ class WatchdogTest {
   }
 
   @Test
+  void aJobKilledWithoutGoodbyesIsOneIncidentNotOnePerStallTimeout() {
+    tick(Duration.ZERO, null);
+    at(Duration.ofSeconds(1));
+    job.lost(0, "session0", nanos.get());
+    job.lost(1, "session1", nanos.get());
+    for (int s = 1; s <= 20; s++) {
+      tick(Duration.ofSeconds(1).plus(GRACE).plus(STALL.multipliedBy(s)), null, 0, 1);
+    }
+    assertThat(triggers()).containsExactly("rank_lost");
+
+    // The rank comes back and is lost again: that is a new loss, and a new incident.
+    at(Duration.ofMinutes(30));
+    job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(1).setWorldSize(2).setHostname("node0")
+        .setPid(201).build(), List.of(WORLD), request -> { }, "session1b", 0, nanos.get(), 0);
+    job.lost(1, "session1b", nanos.get());
+    for (int s = 1; s <= 5; s++) {
+      tick(Duration.ofMinutes(30).plus(GRACE).plus(STALL.multipliedBy(s)), null, 0, 1);
+    }
+    assertThat(triggers()).containsExactly("rank_lost", "rank_lost");
+  }
+
+  @Test
   void silentRankCountsAsLostAfterTheHeartbeatTimeoutAndOpensAnIncidentAfterTheGrace() {
     tick(Duration.ZERO, null);
     tick(HEARTBEAT, null, 1);
@@ -225,7 +247,7 @@ class WatchdogTest {
   @Test
   void rankEventOpensAnIncidentAtTheNextLook() {
     tick(Duration.ZERO, null);
-    job.event(1, RankEvent.newBuilder().setKind(RankEvent.Kind.COMM_ERROR).setMessage("NCCL error").build(),
+    job.event(1, "session1", RankEvent.newBuilder().setKind(RankEvent.Kind.COMM_ERROR).setMessage("NCCL error").build(),
         nanos.get());
     assertThat(triggers()).isEmpty();
     tick(Duration.ofMillis(1), null);
@@ -235,13 +257,13 @@ class WatchdogTest {
   @Test
   void eventIncidentClosesAQuietPeriodAfterItsReportSoTheJobsNextHangIsReported() {
     tick(Duration.ZERO, null);
-    job.event(1, RankEvent.newBuilder().setKind(RankEvent.Kind.COMM_ERROR).build(), nanos.get());
+    job.event(1, "session1", RankEvent.newBuilder().setKind(RankEvent.Kind.COMM_ERROR).build(), nanos.get());
     tick(Duration.ofSeconds(1), null);
     assertThat(triggers()).containsExactly("comm_error");
 
     // Another event while the report is fresh belongs to the same hang.
     tick(Duration.ofSeconds(10), null);
-    job.event(0, RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).build(), nanos.get());
+    job.event(0, "session0", RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).build(), nanos.get());
     tick(Duration.ofSeconds(20), null);
     tick(Duration.ofSeconds(1).plus(STALL).minusNanos(1), null);
     assertThat(job.incidentOpen()).isTrue();
@@ -251,7 +273,7 @@ class WatchdogTest {
     tick(Duration.ofSeconds(40), null);
     assertThat(triggers()).containsExactly("comm_error");
 
-    job.event(0, RankEvent.newBuilder().setKind(RankEvent.Kind.CUDA_ERROR).build(), nanos.get());
+    job.event(0, "session0", RankEvent.newBuilder().setKind(RankEvent.Kind.CUDA_ERROR).build(), nanos.get());
     tick(Duration.ofSeconds(41), null);
     assertThat(triggers()).containsExactly("comm_error", "cuda_error");
   }

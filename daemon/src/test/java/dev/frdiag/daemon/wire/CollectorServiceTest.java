@@ -276,8 +276,10 @@ class CollectorServiceTest {
   void rankThatContradictsTheJobsWorldSizeIsRefused() throws Exception {
     connected("job", 0, 2);
     Status status = new RankConnection(channel).send(hello("job", 1, 4)).end();
-    assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-    assertThat(status.getDescription()).isEqualTo("rank 1 says world size 4 but job job has world size 2");
+    assertThat(status.getCode()).as("retryable: the claim is accepted once the live ranks are gone")
+        .isEqualTo(Status.Code.ABORTED);
+    assertThat(status.getDescription()).isEqualTo("rank 1 says world size 4 but job job has world size 2 with 1 "
+        + "live ranks; refused while they are connected");
   }
 
   @Test

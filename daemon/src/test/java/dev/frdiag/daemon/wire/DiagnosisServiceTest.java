@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.Limits;
 import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.DaemonMessage;
@@ -51,7 +52,9 @@ class DiagnosisServiceTest {
 
   @BeforeEach
   void start() {
-    daemon = new InProcessDaemon(DaemonSettings.builder().dataDir(dataDir).build());
+    // These tests diagnose one job several times in a row; the rate limit has tests of its own.
+    daemon = new InProcessDaemon(DaemonSettings.builder().dataDir(dataDir)
+        .limits(Limits.builder().diagnoseInterval(Duration.ZERO).build()).build());
     diagnosis = DiagnosisGrpc.newBlockingStub(daemon.channel()).withDeadlineAfter(20, TimeUnit.SECONDS);
   }
 

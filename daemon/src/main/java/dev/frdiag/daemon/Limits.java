@@ -1,0 +1,146 @@
+package dev.frdiag.daemon;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Bounds on everything a client can make the daemon hold, so that no peer (buggy, lost or hostile) can exhaust its
+ * memory or CPU and cost other jobs their diagnosis. Build with {@link #builder()}; every value is validated.
+ *
+ * @param maxJobs jobs tracked at once; a Hello for a further job is refused (default 10,000)
+ * @param maxGroupsPerRank process groups one rank may announce in all (default 4,096)
+ * @param maxContextBytesPerJob node context (NCCL log findings, counters) kept per job (default 64 MiB)
+ * @param maxEarlyContextJobs jobs whose node context may wait for their first rank (default 1,024)
+ * @param jobIdleExpiry a job with no live rank and no open incident is forgotten after this (default 1 h); its
+ *     reports stay in the store
+ * @param maxSnapshotDeadline the longest snapshot deadline a {@code DiagnoseNow} may ask for (default 60 s)
+ * @param diagnoseInterval the shortest time between two on-demand diagnoses of one job; a request while one runs
+ *     joins it (default 1 s)
+ * @param maxInvestigations investigations (snapshot gathers) in flight across all jobs (default 64)
+ * @param maxWatchers {@code WatchIncidents} subscribers at once (default 256)
+ * @param watcherBacklog reports queued for one watcher that is not reading before it is cut off (default 64)
+ */
+public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJob, int maxEarlyContextJobs,
+    Duration jobIdleExpiry, Duration maxSnapshotDeadline, Duration diagnoseInterval, int maxInvestigations,
+    int maxWatchers, int watcherBacklog) {
+
+  public static final int DEFAULT_MAX_JOBS = 10_000;
+  public static final int DEFAULT_MAX_GROUPS_PER_RANK = 4096;
+  public static final long DEFAULT_MAX_CONTEXT_BYTES_PER_JOB = 64L * 1024 * 1024;
+  public static final int DEFAULT_MAX_EARLY_CONTEXT_JOBS = 1024;
+  public static final Duration DEFAULT_JOB_IDLE_EXPIRY = Duration.ofHours(1);
+  public static final Duration DEFAULT_MAX_SNAPSHOT_DEADLINE = Duration.ofSeconds(60);
+  public static final Duration DEFAULT_DIAGNOSE_INTERVAL = Duration.ofSeconds(1);
+  public static final int DEFAULT_MAX_INVESTIGATIONS = 64;
+  public static final int DEFAULT_MAX_WATCHERS = 256;
+  public static final int DEFAULT_WATCHER_BACKLOG = 64;
+
+  public Limits {
+    atLeast(maxJobs, 1, "maxJobs");
+    atLeast(maxGroupsPerRank, 1, "maxGroupsPerRank");
+    if (maxContextBytesPerJob < 64 * 1024) {
+      throw new IllegalArgumentException("maxContextBytesPerJob must be at least 64 KiB, got " + maxContextBytesPerJob);
+    }
+    atLeast(maxEarlyContextJobs, 0, "maxEarlyContextJobs");
+    positive(jobIdleExpiry, "jobIdleExpiry");
+    positive(maxSnapshotDeadline, "maxSnapshotDeadline");
+    Objects.requireNonNull(diagnoseInterval, "diagnoseInterval");
+    if (diagnoseInterval.isNegative()) {
+      throw new IllegalArgumentException("diagnoseInterval must not be negative, got " + diagnoseInterval);
+    }
+    atLeast(maxInvestigations, 1, "maxInvestigations");
+    atLeast(maxWatchers, 0, "maxWatchers");
+    atLeast(watcherBacklog, 1, "watcherBacklog");
+  }
+
+  /** The documented defaults. */
+  public static Limits defaults() {
+    return builder().build();
+  }
+
+  private static void atLeast(long v, long min, String name) {
+    if (v < min) {
+      throw new IllegalArgumentException(name + " must be at least " + min + ", got " + v);
+    }
+  }
+
+  private static void positive(Duration d, String name) {
+    Objects.requireNonNull(d, name);
+    if (d.isNegative() || d.isZero()) {
+      throw new IllegalArgumentException(name + " must be positive, got " + d);
+    }
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Builder for {@link Limits}, starting from the documented defaults. */
+  public static final class Builder {
+    private int maxJobs = DEFAULT_MAX_JOBS;
+    private int maxGroupsPerRank = DEFAULT_MAX_GROUPS_PER_RANK;
+    private long maxContextBytesPerJob = DEFAULT_MAX_CONTEXT_BYTES_PER_JOB;
+    private int maxEarlyContextJobs = DEFAULT_MAX_EARLY_CONTEXT_JOBS;
+    private Duration jobIdleExpiry = DEFAULT_JOB_IDLE_EXPIRY;
+    private Duration maxSnapshotDeadline = DEFAULT_MAX_SNAPSHOT_DEADLINE;
+    private Duration diagnoseInterval = DEFAULT_DIAGNOSE_INTERVAL;
+    private int maxInvestigations = DEFAULT_MAX_INVESTIGATIONS;
+    private int maxWatchers = DEFAULT_MAX_WATCHERS;
+    private int watcherBacklog = DEFAULT_WATCHER_BACKLOG;
+
+    public Builder maxJobs(int v) {
+      maxJobs = v;
+      return this;
+    }
+
+    public Builder maxGroupsPerRank(int v) {
+      maxGroupsPerRank = v;
+      return this;
+    }
+
+    public Builder maxContextBytesPerJob(long v) {
+      maxContextBytesPerJob = v;
+      return this;
+    }
+
+    public Builder maxEarlyContextJobs(int v) {
+      maxEarlyContextJobs = v;
+      return this;
+    }
+
+    public Builder jobIdleExpiry(Duration v) {
+      jobIdleExpiry = v;
+      return this;
+    }
+
+    public Builder maxSnapshotDeadline(Duration v) {
+      maxSnapshotDeadline = v;
+      return this;
+    }
+
+    public Builder diagnoseInterval(Duration v) {
+      diagnoseInterval = v;
+      return this;
+    }
+
+    public Builder maxInvestigations(int v) {
+      maxInvestigations = v;
+      return this;
+    }
+
+    public Builder maxWatchers(int v) {
+      maxWatchers = v;
+      return this;
+    }
+
+    public Builder watcherBacklog(int v) {
+      watcherBacklog = v;
+      return this;
+    }
+
+    public Limits build() {
+      return new Limits(maxJobs, maxGroupsPerRank, maxContextBytesPerJob, maxEarlyContextJobs, jobIdleExpiry,
+          maxSnapshotDeadline, diagnoseInterval, maxInvestigations, maxWatchers, watcherBacklog);
+    }
+  }
+}
