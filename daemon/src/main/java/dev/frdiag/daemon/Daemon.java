@@ -31,6 +31,8 @@ public final class Daemon implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Daemon.class);
   /** Enough runs of the synthetic hang for the JIT to compile the analysis' hot paths (about 1 s of CPU). */
   static final int WARMUP_ROUNDS = 200;
+  /** How often reports the disk refused are tried again. */
+  static final java.time.Duration STORE_RETRY = java.time.Duration.ofSeconds(5);
 
   private final DaemonSettings settings;
   private final JobRegistry registry;
@@ -74,6 +76,9 @@ public final class Daemon implements AutoCloseable {
     this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
         settings.stallTimeout(), settings.limits());
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
+    // Reports the disk refused (full, read-only) are written as soon as it takes them again.
+    scheduler.scheduleWithFixedDelay(store::retryPending, STORE_RETRY.toMillis(), STORE_RETRY.toMillis(),
+        TimeUnit.MILLISECONDS);
     CollectorConfig config = CollectorConfig.newBuilder()
         .setHeartbeatIntervalMs(settings.heartbeatInterval().toMillis()).build();
     this.server = transport

@@ -6,12 +6,17 @@ import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -19,29 +24,52 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Reports on disk, so they survive a daemon restart: {@code <dataDir>/reports/<job>/<reportId>.json} plus a
- * Markdown rendering beside it. The index is rebuilt from the files at start; a file that cannot be read is
- * logged and skipped, never fatal.
+ * Markdown rendering beside it. A report is served and announced only once it is on disk (written, flushed,
+ * renamed); one that cannot be written (disk full, read-only) is kept in memory, retried, and announced when it
+ * lands. The index is rebuilt from the files at start; a file that cannot be read is logged and skipped, never
+ * fatal, and never overwritten.
  */
 public final class ReportStore {
   private static final Logger log = LoggerFactory.getLogger(ReportStore.class);
   /** Job ids become directory names, so they are restricted to a safe alphabet. */
   public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
-  private static final Pattern REPORT_ID = Pattern.compile("(" + JOB_ID.pattern() + ")-(\\d{6,})");
+  // Up to 18 digits, so every number fits a long and the next one still matches.
+  private static final Pattern REPORT_ID = Pattern.compile("(" + JOB_ID.pattern() + ")-(\\d{6,18})");
+  /** Larger files are not reports this daemon wrote. */
+  static final long MAX_REPORT_BYTES = 64L * 1024 * 1024;
+  /** Reports kept in memory while the disk refuses them; beyond this the oldest is given up. */
+  static final int MAX_PENDING = 1000;
+
+  /** Writes one file; the seam tests use to make the disk full or read-only. */
+  @FunctionalInterface
+  public interface FileWriter {
+    void write(Path target, String content) throws IOException;
+  }
+
+  /** A report that is written but not yet on disk, and who to tell when it is. */
+  private record Pending(Report report, Consumer<Report> onDurable) {}
 
   private final Path root;
+  private final FileWriter writer;
   private final Object lock = new Object();
   /** Job → reports, oldest first. */
   @GuardedBy("lock")
   private final Map<String, List<Report>> byJob = new TreeMap<>();
   /** Job → the last report number used. */
   @GuardedBy("lock")
-  private final Map<String, Integer> counters = new HashMap<>();
+  private final Map<String, Long> counters = new HashMap<>();
+  @GuardedBy("lock")
+  private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+  private final AtomicLong writeErrors = new AtomicLong();
+  private volatile boolean healthy = true;
 
   /**
    * Opens (creating if needed) the store under {@code dataDir} and loads its index. Files that are not readable
@@ -50,13 +78,19 @@ public final class ReportStore {
    * @throws UncheckedIOException when the directory cannot be created or listed
    */
   public ReportStore(Path dataDir) {
+    this(dataDir, ReportStore::writeDurably);
+  }
+
+  /** A store that writes its files through {@code writer}. */
+  public ReportStore(Path dataDir, FileWriter writer) {
     this.root = dataDir.resolve("reports");
+    this.writer = writer;
     try {
       Files.createDirectories(root);
       synchronized (lock) {
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(root)) {
           for (Path entry : entries) {
-            if (Files.isDirectory(entry) && JOB_ID.matcher(entry.getFileName().toString()).matches()) {
+            if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS) && JOB_ID.matcher(entry.getFileName().toString()).matches()) {
               load(entry);
             } else {
               log.warn("ignoring {}: not a job's report directory", entry);
@@ -66,6 +100,20 @@ public final class ReportStore {
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open report store at " + root + ": " + e.getMessage(), e);
+    }
+    probeWritable();
+  }
+
+  /** Finds out at start, not at the first hang, that reports cannot be written here. */
+  private void probeWritable() {
+    Path probe = root.resolve(".write-probe");
+    try {
+      writer.write(probe, "frdiag write probe\n");
+      Files.deleteIfExists(probe);
+    } catch (IOException | RuntimeException e) {
+      healthy = false;
+      log.error("cannot write reports under {}: {}; new reports are kept in memory and written when it can be",
+          root, e.getMessage());
     }
   }
 
@@ -87,13 +135,27 @@ public final class ReportStore {
           log.warn("ignoring {}: not a report file", file);
           continue;
         }
-        // Even an unreadable report keeps its number, so a new report never overwrites it.
         var m = REPORT_ID.matcher(name.substring(0, name.length() - ".json".length()));
-        if (m.matches() && m.group(1).equals(job)) {
-          counters.merge(job, Integer.parseInt(m.group(2)), Math::max);
+        if (!m.matches() || !m.group(1).equals(job)) {
+          log.warn("ignoring {}: not named as a report of job {} (<job>-<6 to 18 digits>.json)", file, job);
+          continue;
+        }
+        // Even an unreadable report keeps its number, so a new report never overwrites it.
+        counters.merge(job, Long.parseLong(m.group(2)), Math::max);
+        // Only plain files: a symlink to /dev/zero or a FIFO must neither hang nor exhaust start-up.
+        if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+          log.warn("skipping {}: not a regular file", file);
+          continue;
         }
         try {
+          long size = Files.size(file);
+          if (size > MAX_REPORT_BYTES) {
+            throw new IllegalArgumentException(size + " bytes is more than a report's " + MAX_REPORT_BYTES);
+          }
           Report r = ReportJson.read(Files.readString(file, StandardCharsets.UTF_8));
+          if (r == null) {
+            throw new IllegalArgumentException("it holds no report");
+          }
           if (!job.equals(r.job())) {
             throw new IllegalArgumentException("it belongs to job " + r.job() + ", not " + job);
           }
@@ -118,36 +180,116 @@ public final class ReportStore {
       throw new IllegalArgumentException("report id '" + r.reportId() + "' does not belong to job " + r.job());
     }
     byJob.computeIfAbsent(r.job(), j -> new ArrayList<>()).add(r);
-    counters.merge(r.job(), Integer.parseInt(m.group(2)), Math::max);
+    counters.merge(r.job(), Long.parseLong(m.group(2)), Math::max);
   }
 
   /** The id the next report of {@code job} gets: "job-000001", "job-000002", … */
   public String nextReportId(String job) {
     requireJobId(job);
     synchronized (lock) {
-      int next = counters.merge(job, 1, Integer::sum);
+      long next = counters.merge(job, 1L, Long::sum);
       return String.format("%s-%06d", job, next);
     }
   }
 
-  /**
-   * Writes the report (JSON and Markdown) atomically and indexes it.
-   *
-   * @throws UncheckedIOException when it cannot be written
-   */
+  /** Saves the report; see {@link #save(Report, Consumer)}. */
   public void save(Report report) {
+    save(report, r -> { });
+  }
+
+  /**
+   * Writes the report (JSON and Markdown) durably, indexes it, then tells {@code onDurable}. When the disk refuses
+   * it, the report is kept in memory and {@link #retryPending} writes it later; {@code onDurable} runs then.
+   */
+  public void save(Report report, Consumer<Report> onDurable) {
     requireJobId(report.job());
+    synchronized (lock) {
+      if (!pending.isEmpty()) {
+        // Keep the order: reports wait behind the ones the disk already refused.
+        enqueue(new Pending(report, onDurable));
+        return;
+      }
+    }
+    if (!write(report)) {
+      synchronized (lock) {
+        enqueue(new Pending(report, onDurable));
+      }
+      return;
+    }
+    onDurable.accept(report);
+  }
+
+  @GuardedBy("lock")
+  private void enqueue(Pending p) {
+    if (pending.size() >= MAX_PENDING) {
+      Pending dropped = pending.removeFirst();
+      log.error("giving up report {} (job {}, verdict {}): {} reports are waiting for the disk already",
+          dropped.report().reportId(), dropped.report().job(), dropped.report().verdict(), MAX_PENDING);
+    }
+    pending.addLast(p);
+  }
+
+  /** Writes the reports the disk refused earlier, oldest first, until one fails again. */
+  public void retryPending() {
+    while (true) {
+      Pending next;
+      synchronized (lock) {
+        next = pending.peekFirst();
+      }
+      if (next == null || !write(next.report())) {
+        return;
+      }
+      synchronized (lock) {
+        pending.remove(next);
+      }
+      log.info("report {} written after the disk refused it earlier", next.report().reportId());
+      next.onDurable().accept(next.report());
+    }
+  }
+
+  /** Writes one report's files and indexes it; false (logged, counted) when the disk refused. */
+  private boolean write(Report report) {
     Path dir = root.resolve(report.job());
     try {
       Files.createDirectories(dir);
-      writeAtomically(dir.resolve(report.reportId() + ".md"), ReportText.markdown(report));
-      writeAtomically(dir.resolve(report.reportId() + ".json"), ReportJson.write(report));
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write report " + report.reportId() + " under " + dir, e);
+      writer.write(dir.resolve(report.reportId() + ".md"), ReportText.markdown(report));
+      // The JSON is what a restart loads: written last, so a report on disk is always a whole one.
+      writer.write(dir.resolve(report.reportId() + ".json"), ReportJson.write(report));
+    } catch (IOException | UncheckedIOException e) {
+      writeErrors.incrementAndGet();
+      boolean wasHealthy = healthy;
+      healthy = false;
+      String why = e.getMessage();
+      if (wasHealthy) {
+        log.error("cannot write report {} under {}: {}; it is kept in memory and written when the disk allows",
+            report.reportId(), dir, why);
+      } else {
+        log.warn("report {} still waits for the disk under {}: {}", report.reportId(), dir, why);
+      }
+      return false;
     }
+    healthy = true;
     synchronized (lock) {
       byJob.computeIfAbsent(report.job(), j -> new ArrayList<>()).add(report);
     }
+    return true;
+  }
+
+  /** False while the data dir refuses writes (disk full, read-only). */
+  public boolean healthy() {
+    return healthy;
+  }
+
+  /** Reports written but not yet on disk. */
+  public int pendingReports() {
+    synchronized (lock) {
+      return pending.size();
+    }
+  }
+
+  /** Writes the disk has refused since start. */
+  public long writeErrors() {
+    return writeErrors.get();
   }
 
   /** Reports of {@code job}, newest first. */
@@ -190,13 +332,32 @@ public final class ReportStore {
     }
   }
 
-  private static void writeAtomically(Path target, String content) throws IOException {
+  /**
+   * Writes {@code content} to {@code target} so that a crash at any moment leaves either the whole file or none:
+   * a temporary file, flushed to the device, renamed over the target, and the directory flushed too.
+   */
+  public static void writeDurably(Path target, String content) throws IOException {
     Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
-    Files.writeString(tmp, content, StandardCharsets.UTF_8);
+    try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+        StandardOpenOption.WRITE)) {
+      ByteBuffer bytes = ByteBuffer.wrap(content.getBytes(StandardCharsets.UTF_8));
+      while (bytes.hasRemaining()) {
+        out.write(bytes);
+      }
+      out.force(true);
+    } catch (IOException e) {
+      Files.deleteIfExists(tmp);
+      throw e;
+    }
     try {
       Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     } catch (AtomicMoveNotSupportedException e) {
       Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+    }
+    try (FileChannel dir = FileChannel.open(target.getParent(), StandardOpenOption.READ)) {
+      dir.force(true);
+    } catch (IOException e) {
+      // Some file systems cannot open a directory for syncing; the rename itself is still atomic there.
     }
   }
 }

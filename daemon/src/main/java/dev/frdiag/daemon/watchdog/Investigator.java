@@ -152,7 +152,7 @@ public final class Investigator {
       timeout.cancel(false);
     });
     return gather.done
-        .thenApplyAsync(ignored -> {
+        .thenComposeAsync(ignored -> {
           pending.remove(id);
           Map<Integer, DumpReply> replies = gather.snapshot();
           Instant gathered = clock.get();
@@ -172,19 +172,28 @@ public final class Investigator {
               + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
           Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now,
               diagnosis, timeline, job.scheduler());
-          store.save(report);
-          job.reportWritten(report.reportId());
+          // Logged before it is stored: whatever the disk does, the verdict is not lost.
           log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
               report.verdict(), report.symptom(), report.culpritRanks(), trigger);
-          for (ReportSink sink : sinks) {
-            try {
-              sink.accept(report);
-            } catch (RuntimeException e) {
-              log.warn("report sink failed for {}: {}", report.reportId(), e.toString());
-            }
-          }
-          return report;
+          CompletableFuture<Report> durable = new CompletableFuture<>();
+          // Announced only once on disk, so whatever a watcher or a caller was told survives a crash.
+          store.save(report, stored -> {
+            job.reportWritten(stored.reportId());
+            announce(stored);
+            durable.complete(stored);
+          });
+          return durable;
         }, executor);
+  }
+
+  private void announce(Report report) {
+    for (ReportSink sink : sinks) {
+      try {
+        sink.accept(report);
+      } catch (RuntimeException e) {
+        log.warn("report sink failed for {}: {}", report.reportId(), e.toString());
+      }
+    }
   }
 
   private static String describe(Report.Trigger trigger) {

@@ -60,8 +60,8 @@ class ReportStoreTest {
   }
 
   private List<String> warnings() {
-    return logged.list.stream().filter(e -> e.getLevel() == Level.WARN).map(ILoggingEvent::getFormattedMessage)
-        .toList();
+    return logged.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
+        .map(ILoggingEvent::getFormattedMessage).toList();
   }
 
   @Test
@@ -156,5 +156,83 @@ class ReportStoreTest {
 
   private static Path write(Path file, String content) throws IOException {
     return Files.writeString(file, content, StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void aDataDirWithNullASymlinkToDevZeroAFifoAndABadDateStillStartsAndServesTheGoodReports() throws Exception {
+    ReportStore first = new ReportStore(dataDir);
+    Report good = saved(first, "job");
+    Path dir = jobDir("job");
+    Files.writeString(dir.resolve("job-000002.json"), "null");
+    Files.createSymbolicLink(dir.resolve("job-000003.json"), Path.of("/dev/zero"));
+    Process mkfifo = new ProcessBuilder("mkfifo", dir.resolve("job-000004.json").toString()).start();
+    assertThat(mkfifo.waitFor()).isZero();
+    Files.writeString(dir.resolve("job-000005.json"), ReportJson.write(good)
+        .replace("job-000001", "job-000005").replace("2026-01-02T03:04:05Z", "yesterday"));
+
+    ReportStore restarted = new ReportStore(dataDir);
+
+    assertThat(restarted.list("job")).extracting(Report::reportId).containsExactly("job-000001");
+    assertThat(restarted.get("job-000001")).isPresent();
+    assertThat(warnings()).anySatisfy(w -> assertThat(w).contains("job-000002.json"))
+        .anySatisfy(w -> assertThat(w).contains("job-000003.json").contains("not a regular file"))
+        .anySatisfy(w -> assertThat(w).contains("job-000004.json").contains("not a regular file"))
+        .anySatisfy(w -> assertThat(w).contains("job-000005.json"));
+    assertThat(restarted.nextReportId("job")).as("never overwrites a damaged file").isEqualTo("job-000006");
+  }
+
+  @Test
+  void aReportNumberAtTheEndOfTheRangeIsSkippedAndNewIdsStayFetchable() throws Exception {
+    ReportStore first = new ReportStore(dataDir);
+    Report good = saved(first, "job");
+    Files.writeString(jobDir("job").resolve("job-2147483647.json"), ReportJson.write(good)
+        .replace("job-000001", "job-2147483647"));
+    Files.writeString(jobDir("job").resolve("job-99999999999999999999.json"), ReportJson.write(good)
+        .replace("job-000001", "job-99999999999999999999"));
+
+    ReportStore restarted = new ReportStore(dataDir);
+    Report next = saved(restarted, "job");
+    assertThat(restarted.get(next.reportId())).as("the new report %s", next.reportId()).isPresent();
+    assertThat(restarted.list("job")).extracting(Report::reportId).contains(next.reportId(), "job-000001");
+  }
+
+  @Test
+  void aReportThatCannotBeWrittenIsKeptAnnouncedOnlyOnceOnDiskAndWrittenWhenSpaceReturns() {
+    java.util.concurrent.atomic.AtomicBoolean full = new java.util.concurrent.atomic.AtomicBoolean(true);
+    ReportStore store = new ReportStore(dataDir, (target, content) -> {
+      if (full.get()) {
+        throw new IOException("No space left on device");
+      }
+      ReportStore.writeDurably(target, content);
+    });
+    List<String> announced = new java.util.ArrayList<>();
+    Report r = report(store.nextReportId("job"), "job");
+    store.save(r, stored -> announced.add(stored.reportId()));
+
+    assertThat(announced).as("not on disk, so not announced").isEmpty();
+    assertThat(store.healthy()).isFalse();
+    assertThat(store.pendingReports()).isEqualTo(1);
+    assertThat(store.writeErrors()).isEqualTo(1);
+    assertThat(warnings()).anySatisfy(w -> assertThat(w).contains("job-000001").contains("No space left on device"));
+    assertThat(Files.exists(jobDir("job").resolve("job-000001.json"))).isFalse();
+
+    store.retryPending();
+    assertThat(announced).isEmpty();
+    full.set(false);
+    store.retryPending();
+
+    assertThat(announced).containsExactly("job-000001");
+    assertThat(store.healthy()).isTrue();
+    assertThat(store.pendingReports()).isZero();
+    assertThat(new ReportStore(dataDir).get("job-000001")).isPresent();
+  }
+
+  @Test
+  void aDataDirThatCannotBeWrittenIsNoticedAtStart() throws IOException {
+    ReportStore store = new ReportStore(dataDir, (target, content) -> {
+      throw new IOException("Read-only file system");
+    });
+    assertThat(store.healthy()).isFalse();
+    assertThat(warnings()).anySatisfy(w -> assertThat(w).contains("cannot write").contains("Read-only file system"));
   }
 }
