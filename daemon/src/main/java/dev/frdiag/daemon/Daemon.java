@@ -2,6 +2,8 @@ package dev.frdiag.daemon;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Warmup;
+import dev.frdiag.daemon.metrics.DaemonMetrics;
+import dev.frdiag.daemon.metrics.MetricsServer;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;
@@ -10,6 +12,9 @@ import dev.frdiag.daemon.wire.CollectorService;
 import dev.frdiag.daemon.wire.DiagnosisService;
 import dev.frdiag.proto.v1.CollectorConfig;
 import io.grpc.Server;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.grpc.ServerBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import java.io.IOException;
@@ -41,6 +46,9 @@ public final class Daemon implements AutoCloseable {
   private final Watchdog watchdog;
   private final ExecutorService analysisExecutor;
   private final Server server;
+  private final DaemonMetrics metrics;
+  private final HealthStatusManager health = new HealthStatusManager();
+  private MetricsServer metricsServer;
   private final Object lock = new Object();
   /** Null when the caller supplied the transport: then there is no address of ours to name. */
   private final InetSocketAddress address;
@@ -73,8 +81,9 @@ public final class Daemon implements AutoCloseable {
     ScheduledThreadPoolExecutor scheduler = new ScheduledThreadPoolExecutor(1, daemonThreads("frdiag-watchdog"));
     // Snapshot deadlines are cancelled when a gather ends early; drop them from the queue at once.
     scheduler.setRemoveOnCancelPolicy(true);
+    this.metrics = new DaemonMetrics(registry, store);
     this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
-        settings.stallTimeout(), settings.limits());
+        settings.stallTimeout(), settings.limits(), metrics);
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
     // Reports the disk refused (full, read-only) are written as soon as it takes them again.
     scheduler.scheduleWithFixedDelay(store::retryPending, STORE_RETRY.toMillis(), STORE_RETRY.toMillis(),
@@ -86,10 +95,15 @@ public final class Daemon implements AutoCloseable {
         // RESOURCE_EXHAUSTED on its stream instead of a bare transport reset; far larger frames are still cut.
         .maxInboundMessageSize(settings.maxMessageBytes() * 2 + 64 * 1024)
         .addService(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
-            System::nanoTime, System::currentTimeMillis))
+            System::nanoTime, System::currentTimeMillis, metrics))
         .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline(),
             settings.limits()))
+        // grpcurl and load balancers ask these: which services, and whether the daemon serves yet.
+        .addService(health.getHealthService())
+        .addService(ProtoReflectionServiceV1.newInstance())
         .build();
+    // Not serving until start() has bound the port; the report store is loaded by then (constructor).
+    health.setStatus("", HealthCheckResponse.ServingStatus.NOT_SERVING);
   }
 
   private static NettyServerBuilder netty(DaemonSettings settings) {
@@ -119,20 +133,35 @@ public final class Daemon implements AutoCloseable {
         throw new UncheckedIOException((address == null ? "cannot start the server"
             : "cannot listen on " + settings.bindAddress() + ":" + settings.port()) + ": " + e.getMessage(), e);
       }
+      if (settings.metricsPort() >= 0) {
+        try {
+          metricsServer = new MetricsServer(metrics, settings.bindAddress(), settings.metricsPort(), null);
+        } catch (UncheckedIOException e) {
+          server.shutdownNow();
+          throw e;
+        }
+      }
       watchdog.start();
+      health.setStatus("", HealthCheckResponse.ServingStatus.SERVING);
       // Compile the analysis before the first incident needs it; low priority work on an idle executor.
       analysisExecutor.execute(() -> Warmup.run(WARMUP_ROUNDS));
       started = true;
     }
     String where = address == null ? server.getListenSockets().toString() : settings.bindAddress() + ":" + port();
-    log.info("frdiag daemon listening on {} data-dir={} stall-timeout={}s", where,
-        settings.dataDir().toAbsolutePath(), settings.stallTimeout().toMillis() / 1000.0);
+    log.info("frdiag daemon listening on {} data-dir={} stall-timeout={}s metrics={}", where,
+        settings.dataDir().toAbsolutePath(), settings.stallTimeout().toMillis() / 1000.0,
+        metricsServer == null ? "off" : "http://" + settings.bindAddress() + ":" + metricsServer.port() + "/metrics");
     return this;
   }
 
   /** The bound port (the real one when started with port 0); -1 when the transport has no port. */
   public int port() {
     return server.getPort();
+  }
+
+  /** The Prometheus endpoint's port; -1 when metrics are not served. */
+  public int metricsPort() {
+    return metricsServer == null ? -1 : metricsServer.port();
   }
 
   /** The reports written so far and from earlier runs on the same data dir. */
@@ -154,7 +183,11 @@ public final class Daemon implements AutoCloseable {
       }
       closed = true;
     }
+    health.enterTerminalState();
     watchdog.close();
+    if (metricsServer != null) {
+      metricsServer.close();
+    }
     server.shutdown();
     try {
       if (!server.awaitTermination(5, TimeUnit.SECONDS)) {

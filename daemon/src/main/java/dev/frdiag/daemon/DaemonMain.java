@@ -68,6 +68,10 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--max-watchers", description = "WatchIncidents subscribers at once (default ${DEFAULT-VALUE}).")
   int maxWatchers = Limits.DEFAULT_MAX_WATCHERS;
 
+  @Option(names = "--metrics-port", description = "Prometheus endpoint (/metrics) on the bind address; 0 picks a "
+      + "free port, -1 turns it off (default ${DEFAULT-VALUE}).")
+  int metricsPort = DaemonSettings.DEFAULT_METRICS_PORT;
+
   public static void main(String[] args) {
     // Picked before the first logger exists; an explicit -Dlogback.configurationFile still wins.
     if (System.getProperty("logback.configurationFile") == null) {
@@ -85,7 +89,7 @@ public final class DaemonMain implements Callable<Integer> {
           .window(window).limits(Limits.builder().maxJobs(maxJobs).maxGroupsPerRank(maxGroupsPerRank)
               .maxContextBytesPerJob(maxContextBytes).jobIdleExpiry(jobIdleExpiry)
               .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
-              .build()).build();
+              .build()).metricsPort(metricsPort).build();
     } catch (IllegalArgumentException e) {
       System.err.println("fr-daemon: " + e.getMessage());
       return 2;
@@ -103,7 +107,8 @@ public final class DaemonMain implements Callable<Integer> {
       stopped.countDown();
     }, "frdiag-shutdown"));
     System.err.println("fr-daemon listening on " + bind + ":" + daemon.port() + ", reports in "
-        + dataDir.toAbsolutePath() + " (Ctrl-C or SIGTERM to stop)");
+        + dataDir.toAbsolutePath() + (daemon.metricsPort() < 0 ? "" : ", metrics on " + bind + ":"
+        + daemon.metricsPort() + "/metrics") + " (Ctrl-C or SIGTERM to stop)");
     stopped.await();
     return 0;
   }

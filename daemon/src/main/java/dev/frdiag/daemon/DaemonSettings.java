@@ -20,10 +20,12 @@ import java.util.Objects;
  * @param maxMessageBytes largest message a rank may send (default 4 MiB)
  * @param window records kept in memory per rank between snapshots (default 512)
  * @param limits bounds on what clients can make the daemon hold (default {@link Limits#defaults()})
+ * @param metricsPort the Prometheus endpoint's port on the bind address: 0 picks a free one, -1 (the builder's
+ *     default, for embedded daemons) serves none; {@code fr-daemon} serves it on {@value #DEFAULT_METRICS_PORT}
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
-    int maxMessageBytes, int window, Limits limits) {
+    int maxMessageBytes, int window, Limits limits, int metricsPort) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = 50551;
@@ -34,6 +36,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
   public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(1);
   public static final int DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
   public static final int DEFAULT_WINDOW = 512;
+  public static final int DEFAULT_METRICS_PORT = 9551;
 
   public DaemonSettings {
     Objects.requireNonNull(bindAddress, "bindAddress");
@@ -49,6 +52,9 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     positive(heartbeatInterval, "heartbeatInterval");
     if (maxMessageBytes < 64 * 1024) {
       throw new IllegalArgumentException("maxMessageBytes must be at least 64 KiB, got " + maxMessageBytes);
+    }
+    if (metricsPort < -1 || metricsPort > 65_535) {
+      throw new IllegalArgumentException("metricsPort must be within -1..65535, got " + metricsPort);
     }
     if (window < 1) {
       throw new IllegalArgumentException("window must be at least 1, got " + window);
@@ -86,6 +92,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private int maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
     private int window = DEFAULT_WINDOW;
     private Limits limits = Limits.defaults();
+    private int metricsPort = -1;
 
     public Builder bindAddress(String v) {
       bindAddress = v;
@@ -142,10 +149,15 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder metricsPort(int v) {
+      metricsPort = v;
+      return this;
+    }
+
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
-          window, limits);
+          window, limits, metricsPort);
     }
   }
 }

@@ -558,6 +558,13 @@ public final class Job {
     }
   }
 
+  /** Records the ranks say their rings overwrote before shipping them, summed over the job's ranks. */
+  public long droppedRecords() {
+    synchronized (lock) {
+      return ranks.values().stream().mapToLong(r -> r.droppedRecords).sum();
+    }
+  }
+
   public void reportWritten(String reportId) {
     synchronized (lock) {
       latestReportId = reportId;

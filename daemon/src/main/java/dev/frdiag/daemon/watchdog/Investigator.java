@@ -5,6 +5,7 @@ import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.store.ReportStore;
@@ -52,6 +53,7 @@ public final class Investigator {
   private final List<ReportSink> sinks = new CopyOnWriteArrayList<>();
   private final ScheduledExecutorService scheduler;
   private final Limits limits;
+  private final DaemonMetrics metrics;
   private final AtomicInteger onDemandInFlight = new AtomicInteger();
 
   /** How often an open gather looks whether it has a quorum. */
@@ -61,12 +63,14 @@ public final class Investigator {
 
   public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
       Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold) {
-    this(store, executor, scheduler, clock, nanoTime, stallThreshold, Limits.defaults());
+    this(store, executor, scheduler, clock, nanoTime, stallThreshold, Limits.defaults(), new DaemonMetrics());
   }
 
   public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
-      Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold, Limits limits) {
+      Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold, Limits limits,
+      DaemonMetrics metrics) {
     this.limits = limits;
+    this.metrics = metrics;
     this.store = store;
     this.executor = executor;
     this.scheduler = scheduler;
@@ -130,6 +134,8 @@ public final class Investigator {
         : requestedDeadline;
     List<Report.TimelineEntry> timeline = new ArrayList<>();
     Instant start = clock.get();
+    long detectedNanos = nanoTime.getAsLong();
+    metrics.incidentOpened(trigger);
     timeline.add(new Report.TimelineEntry(start.toString(), describe(trigger)));
     long id = requestIds.incrementAndGet();
     Gather gather = new Gather(job.id(), nanoTime);
@@ -155,6 +161,7 @@ public final class Investigator {
         .thenComposeAsync(ignored -> {
           pending.remove(id);
           Map<Integer, DumpReply> replies = gather.snapshot();
+          metrics.snapshotsMissed(asked.size() - replies.size());
           Instant gathered = clock.get();
           timeline.add(new Report.TimelineEntry(gathered.toString(), replies.size() + " of " + asked.size()
               + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"));
@@ -179,6 +186,7 @@ public final class Investigator {
           // Announced only once on disk, so whatever a watcher or a caller was told survives a crash.
           store.save(report, stored -> {
             job.reportWritten(stored.reportId());
+            metrics.reportWritten(stored, Duration.ofNanos(nanoTime.getAsLong() - detectedNanos));
             announce(stored);
             durable.complete(stored);
           });

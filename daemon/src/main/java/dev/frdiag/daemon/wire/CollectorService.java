@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.wire;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.registry.ClaimRefusedException;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
@@ -39,9 +40,11 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
   private final int maxMessageBytes;
   private final LongSupplier nanoTime;
   private final LongSupplier millis;
+  private final DaemonMetrics metrics;
 
   public CollectorService(JobRegistry registry, Investigator investigator, CollectorConfig config,
-      int maxMessageBytes, LongSupplier nanoTime, LongSupplier millis) {
+      int maxMessageBytes, LongSupplier nanoTime, LongSupplier millis, DaemonMetrics metrics) {
+    this.metrics = metrics;
     this.registry = registry;
     this.investigator = investigator;
     this.config = config;
@@ -55,12 +58,14 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     try {
       MessageValidator.context(node);
     } catch (IllegalArgumentException e) {
+      metrics.messageRejected(Status.Code.INVALID_ARGUMENT.name());
       out.onError(Status.INVALID_ARGUMENT.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
     try {
       registry.context(node, nanoTime.getAsLong());
     } catch (LimitExceededException e) {
+      metrics.messageRejected(Status.Code.RESOURCE_EXHAUSTED.name());
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()).asRuntimeException());
       return;
     }
@@ -206,6 +211,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         ended = true;
       }
       log.warn("rejected stream from {}: {}", who(), status.getDescription());
+      metrics.messageRejected(status.getCode().name());
       if (job != null) {
         job.lost(identity.getGlobalRank(), id, nanoTime.getAsLong());
       }

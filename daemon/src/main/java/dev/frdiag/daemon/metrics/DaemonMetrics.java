@@ -1,0 +1,109 @@
+package dev.frdiag.daemon.metrics;
+
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.proto.v1.JobSummary;
+import dev.frdiag.report.Report;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.time.Duration;
+import java.util.Locale;
+
+/**
+ * What an operator graphs and alerts on, named after Prometheus conventions. Each daemon has its own registry, so
+ * daemons embedded side by side (tests, the demo) never share counts.
+ */
+public final class DaemonMetrics {
+  private final PrometheusRegistry registry = new PrometheusRegistry();
+  private final Counter incidents = Counter.builder().name("frdiag_incidents_total")
+      .help("Incidents opened (investigations run), by what triggered them").labelNames("trigger").register(registry);
+  private final Counter reports = Counter.builder().name("frdiag_reports_total")
+      .help("Reports written, by verdict and symptom").labelNames("verdict", "symptom").register(registry);
+  private final Histogram detectionToReport = Histogram.builder().name("frdiag_detection_to_report_seconds")
+      .help("Time from an incident's detection to its report on disk").unit(null)
+      .classicUpperBounds(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300).classicOnly().register(registry);
+  private final Counter snapshotsMissed = Counter.builder().name("frdiag_snapshots_missed_total")
+      .help("Ranks asked for a snapshot that did not send one before the deadline").register(registry);
+  private final Counter rejected = Counter.builder().name("frdiag_messages_rejected_total")
+      .help("Rank streams and calls refused, by reason").labelNames("reason").register(registry);
+  private final Counter alertFailures = Counter.builder().name("frdiag_alert_failures_total")
+      .help("Alert deliveries that failed, by sink").labelNames("sink").register(registry);
+  private final Counter accessDenied = Counter.builder().name("frdiag_access_denied_total")
+      .help("Calls refused by authentication or authorization, by reason").labelNames("reason").register(registry);
+
+  /** Counts that no registry or store backs; what a daemon part uses when built on its own (tests). */
+  public DaemonMetrics() {
+  }
+
+  /** Counts, plus gauges read from the daemon's registry and store at each scrape, plus the JVM's own. */
+  public DaemonMetrics(JobRegistry jobs, ReportStore store) {
+    GaugeWithCallback.builder().name("frdiag_jobs").help("Jobs tracked").callback(cb ->
+        cb.call(jobs.all().size())).register(registry);
+    GaugeWithCallback.builder().name("frdiag_ranks").help("Ranks of the jobs tracked, by state")
+        .labelNames("state").callback(cb -> {
+          long connected = 0;
+          long lost = 0;
+          long finished = 0;
+          for (var job : jobs.all()) {
+            JobSummary s = job.summary();
+            connected += s.getRanksConnected();
+            lost += s.getRanksLost();
+            finished += s.getRanksFinished();
+          }
+          cb.call(connected, "connected");
+          cb.call(lost, "lost");
+          cb.call(finished, "finished");
+        }).register(registry);
+    GaugeWithCallback.builder().name("frdiag_rank_records_dropped").help("Records the ranks of the jobs tracked "
+        + "say their rings overwrote before they were shipped").callback(cb -> cb.call(
+            jobs.all().stream().mapToLong(j -> j.droppedRecords()).sum())).register(registry);
+    CounterWithCallback.builder().name("frdiag_store_write_errors_total")
+        .help("Report writes the data dir refused (disk full, read-only)")
+        .callback(cb -> cb.call(store.writeErrors())).register(registry);
+    GaugeWithCallback.builder().name("frdiag_store_pending_reports")
+        .help("Reports written but waiting for the disk").callback(cb -> cb.call(store.pendingReports()))
+        .register(registry);
+    GaugeWithCallback.builder().name("frdiag_store_healthy")
+        .help("1 when the data dir takes writes, 0 while it refuses them").callback(cb ->
+            cb.call(store.healthy() ? 1 : 0)).register(registry);
+    JvmMetrics.builder().register(registry);
+  }
+
+  /** The registry a {@link MetricsServer} serves. */
+  public PrometheusRegistry registry() {
+    return registry;
+  }
+
+  public void incidentOpened(Report.Trigger trigger) {
+    incidents.labelValues(trigger.wire()).inc();
+  }
+
+  /** A report reached the disk {@code sinceDetection} after its incident was detected. */
+  public void reportWritten(Report report, Duration sinceDetection) {
+    reports.labelValues(report.verdict().name(), report.symptom().name()).inc();
+    detectionToReport.observe(sinceDetection.toNanos() / 1e9);
+  }
+
+  public void snapshotsMissed(int ranks) {
+    if (ranks > 0) {
+      snapshotsMissed.inc(ranks);
+    }
+  }
+
+  /** A stream or call refused; {@code reason} is the status it got, e.g. INVALID_ARGUMENT. */
+  public void messageRejected(String reason) {
+    rejected.labelValues(reason.toLowerCase(Locale.ROOT)).inc();
+  }
+
+  public void alertFailed(String sink) {
+    alertFailures.labelValues(sink).inc();
+  }
+
+  public void accessDenied(String reason) {
+    accessDenied.labelValues(reason.toLowerCase(Locale.ROOT)).inc();
+  }
+}
