@@ -2,6 +2,7 @@ package dev.frdiag.agent;
 
 import dev.frdiag.agent.probe.NodeProbe;
 import dev.frdiag.agent.probe.NodeProbes;
+import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
 import io.grpc.ManagedChannel;
@@ -48,6 +49,9 @@ public final class AgentMain implements Callable<Integer> {
   @Option(names = "--job", paramLabel = "ID", description = "Job id, the same on every node of the job "
       + "(required; letters, digits, . _ -).")
   String job;
+
+  @CommandLine.Mixin
+  ClientSecurity security;
 
   @Option(names = "--daemon", paramLabel = "HOST:PORT", defaultValue = DEFAULT_DAEMON,
       description = "Daemon to report to (default ${DEFAULT-VALUE}).")
@@ -225,8 +229,8 @@ public final class AgentMain implements Callable<Integer> {
   public Integer call() throws InterruptedException {
     AgentSettings settings = settings();
     String[] address = daemonAddress(daemon);
-    ManagedChannel channel = NettyChannelBuilder.forAddress(address[0], Integer.parseInt(address[1]))
-        .usePlaintext()
+    ManagedChannel channel = NettyChannelBuilder.forAddress(address[0], Integer.parseInt(address[1]),
+            security.credentials())
         // Notices a daemon host that vanished without closing the connection (the daemon permits 10 s).
         .keepAliveTime(30, TimeUnit.SECONDS).keepAliveTimeout(10, TimeUnit.SECONDS)
         .build();

@@ -1,5 +1,6 @@
 package dev.frdiag.cli;
 
+import dev.frdiag.command.ClientSecurity;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import picocli.CommandLine;
@@ -26,8 +27,9 @@ public record DaemonAddress(String host, int port) {
     }
   }
 
-  public ManagedChannel open() {
-    return NettyChannelBuilder.forAddress(host, port).usePlaintext().maxInboundMessageSize(64 * 1024 * 1024)
+  /** A channel to the daemon, over TLS and with a token when {@code security} says so. */
+  public ManagedChannel open(ClientSecurity security) {
+    return NettyChannelBuilder.forAddress(host, port, security.credentials()).maxInboundMessageSize(64 * 1024 * 1024)
         .build();
   }
 

@@ -12,6 +12,7 @@ import dev.frdiag.proto.v1.ListReportsRequest;
 import dev.frdiag.proto.v1.ListReportsResponse;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.ReportSummary;
+import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
@@ -41,6 +42,9 @@ public final class FrDiagnose implements Callable<Integer> {
       defaultValue = DaemonAddress.DEFAULT, scope = CommandLine.ScopeType.INHERIT,
       description = "Daemon to ask (default ${DEFAULT-VALUE}).")
   DaemonAddress daemon;
+
+  @CommandLine.Mixin
+  ClientSecurity security;
 
   @Option(names = "--json", scope = CommandLine.ScopeType.INHERIT,
       description = "Print frdiag.report/v1 JSON instead of text.")
@@ -111,7 +115,7 @@ public final class FrDiagnose implements Callable<Integer> {
       spec.commandLine().usage(spec.commandLine().getOut());
       return ExitCode.USAGE;
     }
-    return withStub(daemon, timeoutSeconds, stub -> {
+    return withStub(daemon, security, timeoutSeconds, stub -> {
       ReportEnvelope envelope = null;
       if (!now) {
         ListReportsResponse reports = stub.listReports(ListReportsRequest.newBuilder().setJobId(job).build());
@@ -139,8 +143,8 @@ public final class FrDiagnose implements Callable<Integer> {
     int apply(DiagnosisGrpc.DiagnosisBlockingStub stub);
   }
 
-  static int withStub(DaemonAddress address, long timeoutSeconds, StubCall call) {
-    ManagedChannel channel = address.open();
+  static int withStub(DaemonAddress address, ClientSecurity security, long timeoutSeconds, StubCall call) {
+    ManagedChannel channel = address.open(security);
     try {
       return call.apply(DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(timeoutSeconds, TimeUnit.SECONDS));
     } finally {
@@ -156,7 +160,7 @@ public final class FrDiagnose implements Callable<Integer> {
 
     @Override
     public Integer call() {
-      return withStub(parent.daemon, parent.timeoutSeconds, stub -> {
+      return withStub(parent.daemon, parent.security, parent.timeoutSeconds, stub -> {
         PrintWriter out = parent.spec.commandLine().getOut();
         var jobs = stub.listJobs(ListJobsRequest.getDefaultInstance()).getJobsList();
         if (parent.json) {
@@ -201,7 +205,7 @@ public final class FrDiagnose implements Callable<Integer> {
 
     @Override
     public Integer call() {
-      return withStub(parent.daemon, parent.timeoutSeconds, stub -> {
+      return withStub(parent.daemon, parent.security, parent.timeoutSeconds, stub -> {
         PrintWriter out = parent.spec.commandLine().getOut();
         var reports = stub.listReports(ListReportsRequest.newBuilder().setJobId(job).build()).getReportsList();
         if (reports.isEmpty()) {
@@ -229,7 +233,7 @@ public final class FrDiagnose implements Callable<Integer> {
 
     @Override
     public Integer call() {
-      return withStub(parent.daemon, parent.timeoutSeconds,
+      return withStub(parent.daemon, parent.security, parent.timeoutSeconds,
           stub -> parent.print(stub.getReport(GetReportRequest.newBuilder().setReportId(reportId).build())));
     }
   }

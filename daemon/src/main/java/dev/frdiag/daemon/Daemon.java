@@ -2,6 +2,10 @@ package dev.frdiag.daemon;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Warmup;
+import dev.frdiag.daemon.access.AccessInterceptor;
+import dev.frdiag.daemon.access.AccessRules;
+import dev.frdiag.daemon.access.Security;
+import dev.frdiag.daemon.access.ServerTls;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.metrics.MetricsServer;
 import dev.frdiag.daemon.registry.JobRegistry;
@@ -12,6 +16,9 @@ import dev.frdiag.daemon.wire.CollectorService;
 import dev.frdiag.daemon.wire.DiagnosisService;
 import dev.frdiag.proto.v1.CollectorConfig;
 import io.grpc.Server;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
@@ -49,6 +56,7 @@ public final class Daemon implements AutoCloseable {
   private final DaemonMetrics metrics;
   private final HealthStatusManager health = new HealthStatusManager();
   private MetricsServer metricsServer;
+  private final ServerTls tls;
   private final Object lock = new Object();
   /** Null when the caller supplied the transport: then there is no address of ours to name. */
   private final InetSocketAddress address;
@@ -59,9 +67,9 @@ public final class Daemon implements AutoCloseable {
   @GuardedBy("lock")
   private boolean closed;
 
-  /** A daemon served by Netty on the settings' address and port. */
+  /** A daemon served by Netty on the settings' address and port, over TLS when the settings give its files. */
   public Daemon(DaemonSettings settings) {
-    this(settings, netty(settings), new InetSocketAddress(settings.bindAddress(), settings.port()));
+    this(settings, null, new InetSocketAddress(settings.bindAddress(), settings.port()));
   }
 
   /**
@@ -72,7 +80,7 @@ public final class Daemon implements AutoCloseable {
     this(settings, transport, null);
   }
 
-  private Daemon(DaemonSettings settings, ServerBuilder<?> transport, InetSocketAddress address) {
+  private Daemon(DaemonSettings settings, ServerBuilder<?> givenTransport, InetSocketAddress address) {
     this.settings = settings;
     this.address = address;
     this.registry = new JobRegistry(settings.window(), settings.limits());
@@ -82,6 +90,15 @@ public final class Daemon implements AutoCloseable {
     // Snapshot deadlines are cancelled when a gather ends early; drop them from the queue at once.
     scheduler.setRemoveOnCancelPolicy(true);
     this.metrics = new DaemonMetrics(registry, store);
+    Security security = settings.security();
+    this.tls = security.tls() && givenTransport == null
+        ? new ServerTls(security.tlsCert(), security.tlsKey(), security.tlsClientCa(), scheduler) : null;
+    ServerBuilder<?> transport = givenTransport != null ? givenTransport : netty(settings, tls);
+    AccessRules rules = security.accessFile() == null ? null : new AccessRules(security.accessFile());
+    ServerInterceptor access = rules == null ? null : new AccessInterceptor(rules, metrics::accessDenied);
+    if (rules == null && givenTransport == null) {
+      log.info("no access file: every caller that reaches the port may stream for, read and diagnose any job");
+    }
     this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
         settings.stallTimeout(), settings.limits(), metrics);
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
@@ -94,10 +111,10 @@ public final class Daemon implements AutoCloseable {
         // The transport limit sits above the service's own check, so a rank over the limit gets a clear
         // RESOURCE_EXHAUSTED on its stream instead of a bare transport reset; far larger frames are still cut.
         .maxInboundMessageSize(settings.maxMessageBytes() * 2 + 64 * 1024)
-        .addService(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
-            System::nanoTime, System::currentTimeMillis, metrics))
-        .addService(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline(),
-            settings.limits()))
+        .addService(guarded(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
+            System::nanoTime, System::currentTimeMillis, metrics).bindService(), access))
+        .addService(guarded(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline(),
+            settings.limits()).bindService(), access))
         // grpcurl and load balancers ask these: which services, and whether the daemon serves yet.
         .addService(health.getHealthService())
         .addService(ProtoReflectionServiceV1.newInstance())
@@ -106,8 +123,15 @@ public final class Daemon implements AutoCloseable {
     health.setStatus("", HealthCheckResponse.ServingStatus.NOT_SERVING);
   }
 
-  private static NettyServerBuilder netty(DaemonSettings settings) {
-    return NettyServerBuilder.forAddress(new InetSocketAddress(settings.bindAddress(), settings.port()))
+  /** Health and reflection stay open (load balancers, grpcurl); the frdiag services are behind the access rules. */
+  private static ServerServiceDefinition guarded(ServerServiceDefinition service, ServerInterceptor access) {
+    return access == null ? service : ServerInterceptors.intercept(service, access);
+  }
+
+  private static NettyServerBuilder netty(DaemonSettings settings, ServerTls tls) {
+    InetSocketAddress address = new InetSocketAddress(settings.bindAddress(), settings.port());
+    return (tls == null ? NettyServerBuilder.forAddress(address)
+        : NettyServerBuilder.forAddress(address, tls.credentials()))
         // Ranks keep streams open for the job's lifetime; allow their keepalive pings.
         .permitKeepAliveTime(10, TimeUnit.SECONDS)
         .permitKeepAliveWithoutCalls(true)
@@ -127,6 +151,7 @@ public final class Daemon implements AutoCloseable {
       if (started) {
         return this;
       }
+      checkExposure();
       try {
         server.start();
       } catch (IOException e) {
@@ -135,7 +160,8 @@ public final class Daemon implements AutoCloseable {
       }
       if (settings.metricsPort() >= 0) {
         try {
-          metricsServer = new MetricsServer(metrics, settings.bindAddress(), settings.metricsPort(), null);
+          metricsServer = new MetricsServer(metrics, settings.bindAddress(), settings.metricsPort(),
+              tls == null ? null : tls.sslContext());
         } catch (UncheckedIOException e) {
           server.shutdownNow();
           throw e;
@@ -157,6 +183,31 @@ public final class Daemon implements AutoCloseable {
   /** The bound port (the real one when started with port 0); -1 when the transport has no port. */
   public int port() {
     return server.getPort();
+  }
+
+  /**
+   * Refuses plaintext beyond loopback unless asked for: anyone who reaches the port could read every job's reports
+   * and feed any job records.
+   */
+  private void checkExposure() {
+    if (address == null || settings.security().tls()) {
+      return;
+    }
+    boolean loopback;
+    try {
+      loopback = java.net.InetAddress.getByName(settings.bindAddress()).isLoopbackAddress();
+    } catch (java.net.UnknownHostException e) {
+      throw new IllegalArgumentException("cannot resolve --bind " + settings.bindAddress() + ": " + e.getMessage());
+    }
+    if (loopback) {
+      return;
+    }
+    if (!settings.security().insecure()) {
+      throw new IllegalStateException("refusing to serve " + settings.bindAddress() + " in plaintext: give "
+          + "--tls-cert and --tls-key (and --access-file), or --insecure to serve without TLS on purpose");
+    }
+    log.warn("serving {} WITHOUT TLS (--insecure): anyone who reaches port {} can read reports and feed jobs",
+        settings.bindAddress(), settings.port());
   }
 
   /** The Prometheus endpoint's port; -1 when metrics are not served. */
@@ -199,6 +250,9 @@ public final class Daemon implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     analysisExecutor.shutdownNow();
+    if (tls != null) {
+      tls.close();
+    }
     log.info("frdiag daemon stopped");
   }
 

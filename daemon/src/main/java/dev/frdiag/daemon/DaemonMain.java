@@ -1,6 +1,7 @@
 package dev.frdiag.daemon;
 
 import dev.frdiag.command.DurationConverter;
+import dev.frdiag.daemon.access.Security;
 import dev.frdiag.command.VersionProvider;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,6 +13,7 @@ import picocli.CommandLine.Option;
 
 /** {@code fr-daemon}: runs the daemon until SIGTERM/SIGINT. */
 @Command(name = "fr-daemon", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+    subcommands = TokenCommand.class,
     description = "Runs the frdiag daemon: collects flight-recorder data from ranks, detects hangs, writes reports.",
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:stopped cleanly", "2:usage error", "3:could not start (port in use, data dir not writable)"})
@@ -72,6 +74,24 @@ public final class DaemonMain implements Callable<Integer> {
       + "free port, -1 turns it off (default ${DEFAULT-VALUE}).")
   int metricsPort = DaemonSettings.DEFAULT_METRICS_PORT;
 
+  @Option(names = "--tls-cert", paramLabel = "PEM", description = "The daemon's TLS certificate (PEM); with "
+      + "--tls-key turns TLS on for gRPC and metrics. Reloaded when the file changes.")
+  Path tlsCert;
+
+  @Option(names = "--tls-key", paramLabel = "PEM", description = "Private key of --tls-cert (PKCS#8 PEM).")
+  Path tlsKey;
+
+  @Option(names = "--tls-client-ca", paramLabel = "PEM", description = "Require client certificates signed by "
+      + "this CA (mutual TLS).")
+  Path tlsClientCa;
+
+  @Option(names = "--access-file", paramLabel = "JSON", description = "Who may write, read and operate which "
+      + "jobs (tokens by SHA-256, certificate subjects); reloaded when it changes. Without it, anyone may.")
+  Path accessFile;
+
+  @Option(names = "--insecure", description = "Serve a non-loopback --bind without TLS (refused otherwise).")
+  boolean insecure;
+
   public static void main(String[] args) {
     // Picked before the first logger exists; an explicit -Dlogback.configurationFile still wins.
     if (System.getProperty("logback.configurationFile") == null) {
@@ -89,7 +109,8 @@ public final class DaemonMain implements Callable<Integer> {
           .window(window).limits(Limits.builder().maxJobs(maxJobs).maxGroupsPerRank(maxGroupsPerRank)
               .maxContextBytesPerJob(maxContextBytes).jobIdleExpiry(jobIdleExpiry)
               .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
-              .build()).metricsPort(metricsPort).build();
+              .build()).metricsPort(metricsPort)
+          .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure)).build();
     } catch (IllegalArgumentException e) {
       System.err.println("fr-daemon: " + e.getMessage());
       return 2;

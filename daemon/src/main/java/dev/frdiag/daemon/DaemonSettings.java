@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.access.Security;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -20,12 +21,13 @@ import java.util.Objects;
  * @param maxMessageBytes largest message a rank may send (default 4 MiB)
  * @param window records kept in memory per rank between snapshots (default 512)
  * @param limits bounds on what clients can make the daemon hold (default {@link Limits#defaults()})
+ * @param security TLS files, access file, and whether plaintext beyond loopback is wanted (default none)
  * @param metricsPort the Prometheus endpoint's port on the bind address: 0 picks a free one, -1 (the builder's
  *     default, for embedded daemons) serves none; {@code fr-daemon} serves it on {@value #DEFAULT_METRICS_PORT}
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
-    int maxMessageBytes, int window, Limits limits, int metricsPort) {
+    int maxMessageBytes, int window, Limits limits, int metricsPort, Security security) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = 50551;
@@ -42,6 +44,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     Objects.requireNonNull(bindAddress, "bindAddress");
     Objects.requireNonNull(dataDir, "dataDir");
     Objects.requireNonNull(limits, "limits");
+    Objects.requireNonNull(security, "security");
     if (port < 0 || port > 65_535) {
       throw new IllegalArgumentException("port must be within 0..65535, got " + port);
     }
@@ -93,6 +96,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private int window = DEFAULT_WINDOW;
     private Limits limits = Limits.defaults();
     private int metricsPort = -1;
+    private Security security = Security.none();
 
     public Builder bindAddress(String v) {
       bindAddress = v;
@@ -154,10 +158,15 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder security(Security v) {
+      security = v;
+      return this;
+    }
+
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
-          window, limits, metricsPort);
+          window, limits, metricsPort, security);
     }
   }
 }

@@ -2,6 +2,7 @@ package dev.frdiag.demo;
 
 import dev.frdiag.cli.DaemonAddress;
 import dev.frdiag.cli.ExitCode;
+import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
 import dev.frdiag.testing.sim.FaultKind;
@@ -59,6 +60,9 @@ public final class FrSim implements Callable<Integer> {
       description = "Stop after this long (default: run until Ctrl-C).")
   Duration duration;
 
+  @CommandLine.Mixin
+  ClientSecurity security;
+
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
@@ -103,7 +107,7 @@ public final class FrSim implements Callable<Integer> {
     }
     Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
     topology.checkRank(rank);
-    ManagedChannel channel = daemon.open();
+    ManagedChannel channel = daemon.open(security);
     try (RankSimulator sim = SimulatedJob.builder(topology, fault.at(rank, atStep), job).channel(channel).build()) {
       err.printf("[sim] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d) reporting to %s as job %s%n", ranks,
           topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),

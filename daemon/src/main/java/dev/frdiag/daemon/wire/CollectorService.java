@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.wire;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.daemon.access.Access;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.registry.ClaimRefusedException;
 import dev.frdiag.daemon.registry.Job;
@@ -20,6 +21,7 @@ import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.Welcome;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.util.UUID;
@@ -55,6 +57,13 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
 
   @Override
   public void reportContext(NodeContext node, StreamObserver<ContextAck> out) {
+    try {
+      Access.requireWriter(node.getJobId());
+    } catch (StatusRuntimeException e) {
+      metrics.accessDenied("not_writer");
+      out.onError(e);
+      return;
+    }
     try {
       MessageValidator.context(node);
     } catch (IllegalArgumentException e) {
@@ -115,6 +124,10 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         fail(Status.INVALID_ARGUMENT.withDescription(e.getMessage()));
       } catch (LimitExceededException e) {
         fail(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()));
+      } catch (StatusRuntimeException e) {
+        // Access refused: the caller is not a writer of the job it names.
+        metrics.accessDenied("not_writer");
+        fail(e.getStatus());
       } catch (ClaimRefusedException e) {
         // Retryable for the client: once the live stream (or the live shape) is gone, the same Hello is accepted.
         fail((e.conflict() == ClaimRefusedException.Conflict.RANK_IN_USE ? Status.ALREADY_EXISTS : Status.ABORTED)
@@ -174,6 +187,8 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     private void hello(Hello hello, long now) {
       MessageValidator.hello(hello);
       RankIdentity who = hello.getIdentity();
+      // Before the job exists: a stranger can neither create a job nor fix its shape.
+      Access.requireWriter(who.getJobId());
       Job j = registry.getOrCreate(who.getJobId(), who.getWorldSize(), millis.getAsLong(), now);
       j.attach(who, hello.getProcessGroupsList(), this, id, hello.getDroppedRecords(), now, millis.getAsLong());
       j.scheduler(hello.getSchedulerMap());

@@ -2,6 +2,8 @@ package dev.frdiag.daemon.wire;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.access.Access;
+import dev.frdiag.daemon.access.Principal;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.LimitExceededException;
@@ -23,6 +25,7 @@ import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportSink;
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
@@ -61,13 +64,18 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
   @Override
   public void listJobs(ListJobsRequest request, StreamObserver<ListJobsResponse> out) {
     ListJobsResponse.Builder b = ListJobsResponse.newBuilder();
-    registry.all().stream().sorted(Comparator.comparing(Job::id)).forEach(j -> b.addJobs(j.summary()));
+    Principal caller = Access.caller();
+    registry.all().stream().filter(j -> caller.mayRead(j.id())).sorted(Comparator.comparing(Job::id))
+        .forEach(j -> b.addJobs(j.summary()));
     out.onNext(b.build());
     out.onCompleted();
   }
 
   @Override
   public void getJobStatus(GetJobStatusRequest request, StreamObserver<JobStatus> out) {
+    if (!allowed(() -> Access.requireReader(request.getJobId()), out)) {
+      return;
+    }
     Job job = registry.find(request.getJobId()).orElse(null);
     if (job == null) {
       out.onError(unknownJob(request.getJobId()));
@@ -83,6 +91,9 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
 
   @Override
   public void diagnoseNow(DiagnoseNowRequest request, StreamObserver<ReportEnvelope> out) {
+    if (!allowed(() -> Access.requireOperator(request.getJobId()), out)) {
+      return;
+    }
     Job job = registry.find(request.getJobId()).orElse(null);
     if (job == null) {
       out.onError(unknownJob(request.getJobId()));
@@ -110,6 +121,9 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
 
   @Override
   public void listReports(ListReportsRequest request, StreamObserver<ListReportsResponse> out) {
+    if (!allowed(() -> Access.requireReader(request.getJobId()), out)) {
+      return;
+    }
     if (registry.find(request.getJobId()).isEmpty() && store.list(request.getJobId()).isEmpty()) {
       out.onError(unknownJob(request.getJobId()));
       return;
@@ -130,20 +144,37 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
           request.getReportId()) + "'").asRuntimeException());
       return;
     }
+    if (!allowed(() -> Access.requireReader(r.job()), out)) {
+      return;
+    }
     out.onNext(envelope(r));
     out.onCompleted();
+  }
+
+  /** Runs an access check; a refusal ends the call with its status and is false. */
+  private static boolean allowed(Runnable check, StreamObserver<?> out) {
+    try {
+      check.run();
+      return true;
+    } catch (StatusRuntimeException e) {
+      out.onError(e);
+      return false;
+    }
   }
 
   @Override
   public void watchIncidents(WatchIncidentsRequest request, StreamObserver<ReportEnvelope> responses) {
     ServerCallStreamObserver<ReportEnvelope> out = (ServerCallStreamObserver<ReportEnvelope>) responses;
+    if (!request.getJobId().isEmpty() && !allowed(() -> Access.requireReader(request.getJobId()), out)) {
+      return;
+    }
     if (watchers.incrementAndGet() > limits.maxWatchers()) {
       watchers.decrementAndGet();
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription("the daemon already serves " + limits.maxWatchers()
           + " incident watchers, its limit").asRuntimeException());
       return;
     }
-    Watcher watcher = new Watcher(out, request.getJobId());
+    Watcher watcher = new Watcher(out, request.getJobId(), Access.caller());
     out.setOnReadyHandler(watcher::drain);
     out.setOnCancelHandler(watcher::end);
     investigator.addSink(watcher);
@@ -156,19 +187,22 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
   private final class Watcher implements ReportSink {
     private final ServerCallStreamObserver<ReportEnvelope> out;
     private final String job;
+    private final Principal caller;
     @GuardedBy("this")
     private final ArrayDeque<ReportEnvelope> backlog = new ArrayDeque<>();
     @GuardedBy("this")
     private boolean ended;
 
-    Watcher(ServerCallStreamObserver<ReportEnvelope> out, String job) {
+    Watcher(ServerCallStreamObserver<ReportEnvelope> out, String job, Principal caller) {
       this.out = out;
       this.job = job;
+      this.caller = caller;
     }
 
     @Override
     public void accept(Report report) {
-      if (!job.isEmpty() && !job.equals(report.job())) {
+      // A watcher of every job sees the reports of the jobs its caller may read, no others.
+      if (!job.isEmpty() && !job.equals(report.job()) || !caller.mayRead(report.job())) {
         return;
       }
       synchronized (this) {

@@ -1,0 +1,2 @@
+/** Throw-away certificate authorities and certificates for tests of TLS, made with openssl. */
+package dev.frdiag.testing.tls;
