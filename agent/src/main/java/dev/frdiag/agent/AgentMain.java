@@ -3,28 +3,24 @@ package dev.frdiag.agent;
 import dev.frdiag.agent.probe.NodeProbe;
 import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.command.ClientSecurity;
+import dev.frdiag.command.ConfigFile;
+import dev.frdiag.command.LogFormat;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.io.Reader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Properties;
-import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 
 /** {@code fr-agent}: runs a {@link NodeAgent} for the PyTorch ranks of this node until SIGTERM/SIGINT. */
@@ -146,20 +142,20 @@ public final class AgentMain implements Callable<Integer> {
           + "(default: ${DEFAULT-VALUE}).")
   Duration probeTimeout;
 
+  @Option(names = LogFormat.OPTION, paramLabel = "text|json", description = "Log lines as key=value text or one "
+      + "JSON object per line (default ${DEFAULT-VALUE}).")
+  String logFormat = "text";
+
   @Option(names = "--config", paramLabel = "FILE",
       description = "A key=value file with any of the options above; command-line options win.")
   String config;
 
   /** Where the values of options not on the command line came from, for error messages; null without one. */
-  private Path configFile;
-  private final Properties configValues = new Properties();
-  private final List<String> given = new ArrayList<>();
+  private ConfigFile configRead;
 
   public static void main(String[] args) {
-    // Picked before the first logger exists; an explicit -Dlogback.configurationFile still wins.
-    if (System.getProperty("logback.configurationFile") == null) {
-      System.setProperty("logback.configurationFile", "logback-agent.xml");
-    }
+    // Picked before the first logger exists.
+    LogFormat.configure("logback-agent", args);
     System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
   }
 
@@ -289,7 +285,8 @@ public final class AgentMain implements Callable<Integer> {
   }
 
   private String missing(String option) {
-    return "missing " + option + (configFile == null ? "" : " (not on the command line nor in " + configFile + ")");
+    return "missing " + option + (configRead == null ? "" : " (not on the command line nor in " + configRead.file()
+        + ")");
   }
 
   /**
@@ -297,73 +294,23 @@ public final class AgentMain implements Callable<Integer> {
    * become the options' defaults).
    */
   private CommandLine commandLine(String[] args) {
-    given.addAll(List.of(args));
     CommandLine cmd = new CommandLine(this);
-    String file = configArgument(args);
-    if (file == null) {
-      return cmd;
+    try {
+      configRead = ConfigFile.apply(cmd, args);
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(e.getMessage());
     }
-    configFile = Path.of(home(file));
-    try (Reader in = Files.newBufferedReader(configFile, StandardCharsets.UTF_8)) {
-      configValues.load(in);
-    } catch (IOException | IllegalArgumentException e) {
-      throw new UsageException("cannot read config file " + configFile + ": " + e);
-    }
-    Set<String> known = new TreeSet<>();
-    for (OptionSpec o : cmd.getCommandSpec().options()) {
-      if (!o.usageHelp() && !o.versionHelp() && !o.longestName().equals("--config")) {
-        known.add(key(o));
-      }
-    }
-    for (String key : configValues.stringPropertyNames()) {
-      if (!known.contains(key)) {
-        throw new UsageException("config file " + configFile + ": unknown key '" + key + "'; known keys: "
-            + String.join(", ", known));
-      }
-    }
-    cmd.setDefaultValueProvider(arg -> arg instanceof OptionSpec o && known.contains(key(o))
-        ? trimmed(configValues.getProperty(key(o))) : null);
     return cmd;
-  }
-
-  private static String trimmed(String value) {
-    return value == null ? null : value.trim();
-  }
-
-  /** The value of {@code --config FILE} or {@code --config=FILE}, or null. */
-  private static String configArgument(String[] args) {
-    String found = null;
-    for (int i = 0; i < args.length; i++) {
-      if (args[i].equals("--")) {
-        break;
-      }
-      if (args[i].equals("--config") && i + 1 < args.length) {
-        found = args[++i];
-      } else if (args[i].startsWith("--config=")) {
-        found = args[i].substring("--config=".length());
-      }
-    }
-    return found;
-  }
-
-  /** The config file key of an option: its name without the dashes. */
-  private static String key(OptionSpec o) {
-    return o.longestName().replaceFirst("^--", "");
   }
 
   /** picocli's message, saying so when the bad value came from the config file. */
   private String describe(CommandLine.ParameterException e) {
-    String message = e.getMessage();
-    if (configFile != null && e.getArgSpec() instanceof OptionSpec o && configValues.containsKey(key(o))
-        && given.stream().noneMatch(a -> a.equals(o.longestName()) || a.startsWith(o.longestName() + "="))) {
-      message += " (" + key(o) + "= in " + configFile + ")";
-    }
-    return message;
+    return configRead == null ? e.getMessage() : configRead.describe(e);
   }
 
   /** Expands a leading {@code ~/}, which shells do not do inside --opt=~/x or config files. */
   static String home(String path) {
-    return path.equals("~") || path.startsWith("~/") ? System.getProperty("user.home") + path.substring(1) : path;
+    return ConfigFile.home(path);
   }
 
   /** A problem with the command line or the config file; its message is printed as is. */

@@ -1,6 +1,8 @@
 package dev.frdiag.report;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
@@ -29,6 +31,8 @@ import java.util.TreeMap;
  * @param scheduler where the job ran as its scheduler and launcher name it ("slurm.job_id", "kubernetes.pod",
  *     "torchelastic.restart_count"…), keys sorted; empty when unknown (offline reports, older reports)
  */
+// "exclude" is derived: written for readers, never read back into the record.
+@JsonIgnoreProperties(value = "exclude", allowGetters = true)
 public record Report(String schema, String reportId, String job, Verdict verdict, Symptom symptom,
     String headline, List<Integer> culpritRanks, List<String> culpritHosts, CollectiveRef collective,
     double confidence, List<Evidence> evidence, Instant createdAt, Trigger trigger, List<TimelineEntry> timeline,
@@ -38,6 +42,19 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, String> scheduler) {
 
   public static final String SCHEMA = "frdiag.report/v1";
+
+  /**
+   * The hosts a restart of the job should leave out (Slurm {@code --exclude}, Kubernetes node names): the culprits'
+   * hosts when what went wrong sits on them (a GPU, a process, a node's network); empty for a program bug, a
+   * fabric-wide fault or a stall whose cause may be the program, since another host would not help there.
+   */
+  @JsonProperty("exclude")
+  @JsonInclude(JsonInclude.Include.NON_EMPTY)
+  public List<String> exclude() {
+    boolean onTheHost = verdict == Verdict.HANG && (symptom == Symptom.GPU_STALL || symptom == Symptom.DEAD_RANK
+        || symptom == Symptom.NODE_NETWORK);
+    return onTheHost ? culpritHosts : List.of();
+  }
 
   public Report {
     Objects.requireNonNull(verdict, "verdict");

@@ -34,10 +34,11 @@ public final class ReportText {
     StringBuilder sb = new StringBuilder();
     String title = r.verdict() + " · " + r.symptom() + " · confidence " + String.format("%.2f", r.confidence());
     if (md) {
-      sb.append("# frdiag report ").append(r.reportId().isEmpty() ? r.job() : r.reportId()).append("\n\n");
-      sb.append("**").append(title).append("**\n\n").append(r.headline()).append("\n\n");
+      sb.append("# frdiag report ").append(safe(md, r.reportId().isEmpty() ? r.job() : r.reportId()))
+          .append("\n\n");
+      sb.append("**").append(title).append("**\n\n").append(safe(md, r.headline())).append("\n\n");
     } else {
-      sb.append(r.headline()).append("\n\n").append("  ").append(title).append("\n");
+      sb.append(safe(md, r.headline())).append("\n\n").append("  ").append(title).append("\n");
     }
     section(sb, md, "Summary");
     field(sb, md, "job", r.job());
@@ -61,6 +62,9 @@ public final class ReportText {
     if (!r.culpritHosts().isEmpty()) {
       field(sb, md, "culprit hosts", String.join(", ", r.culpritHosts()));
     }
+    if (!r.exclude().isEmpty()) {
+      field(sb, md, "exclude", "srun --exclude=" + String.join(",", r.exclude()));
+    }
     if (!r.culprits().isEmpty()) {
       section(sb, md, "Culprits");
       for (Culprit k : r.culprits()) {
@@ -68,7 +72,7 @@ public final class ReportText {
             + (k.cudaDevice() >= 0 ? "  cuda:" + k.cudaDevice() : "")
             + (k.lastOp().isEmpty() ? "" : "  newest record: " + k.lastOp()));
         for (String frame : k.stack()) {
-          sb.append(md ? "    - `" + frame + "`\n" : "      at " + frame + "\n");
+          sb.append(md ? "    - " : "      at ").append(safe(md, frame)).append('\n');
         }
       }
     }
@@ -97,7 +101,7 @@ public final class ReportText {
       }
     }
     section(sb, md, "Recommended action");
-    sb.append(md ? "" : "  ").append(r.recommendation()).append('\n');
+    sb.append(md ? "" : "  ").append(safe(md, r.recommendation())).append('\n');
     return sb.toString();
   }
 
@@ -113,12 +117,18 @@ public final class ReportText {
     sb.append(md ? "\n## " + name + "\n\n" : "\n" + name + ":\n");
   }
 
+  // Every value below may carry text from ranks, dumps or logs: it is made safe where it is written.
   private static void field(StringBuilder sb, boolean md, String name, String value) {
-    sb.append(md ? "- **" + name + "**: " + value + "\n" : String.format("  %-14s %s%n", name, value));
+    sb.append(md ? "- **" + name + "**: " + safe(md, value) + "\n"
+        : String.format("  %-14s %s%n", name, safe(md, value)));
   }
 
   private static void item(StringBuilder sb, boolean md, String text) {
-    sb.append(md ? "- " : "  - ").append(text).append('\n');
+    sb.append(md ? "- " : "  - ").append(safe(md, text)).append('\n');
+  }
+
+  private static String safe(boolean md, String text) {
+    return md ? UntrustedText.markdown(text) : UntrustedText.line(text);
   }
 
   private static String compact(List<Integer> ranks) {

@@ -42,7 +42,7 @@ class ReportJsonTest {
   void textNamesTheSchedulerJob() {
     assertThat(ReportText.plain(everyField())).contains("  scheduler      slurm.job_id=4242, slurm.job_name=llama-7b,"
         + " slurm.restart_count=1, torchelastic.restart_count=2, torchelastic.run_id=4242\n");
-    assertThat(ReportText.markdown(everyField())).contains("- **scheduler**: slurm.job_id=4242, ");
+    assertThat(ReportText.markdown(everyField())).contains("- **scheduler**: slurm.job\\_id=4242, ");
   }
 
   @Test

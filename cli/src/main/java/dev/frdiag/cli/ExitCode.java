@@ -14,6 +14,8 @@ public final class ExitCode {
   public static final int INSUFFICIENT_EVIDENCE = 4;
   /** Anything else went wrong (the message says what). */
   public static final int FAILURE = 5;
+  /** The JVM ran out of memory; FRDIAG_JAVA_OPTS=-Xmx… gives it more. */
+  public static final int OUT_OF_MEMORY = 6;
 
   private ExitCode() {}
 

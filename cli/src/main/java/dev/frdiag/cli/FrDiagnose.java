@@ -14,6 +14,7 @@ import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.ReportSummary;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.report.Report;
+import dev.frdiag.report.UntrustedText;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
 import io.grpc.ManagedChannel;
@@ -36,7 +37,8 @@ import picocli.CommandLine.Parameters;
         AnalyzeCommand.class, TopologyCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:no hang", "1:hang diagnosed", "2:usage error",
-        "3:daemon unreachable, or job/report unknown", "4:insufficient evidence for a verdict", "5:other failure"})
+        "3:daemon unreachable, or job/report unknown", "4:insufficient evidence for a verdict", "5:other failure",
+        "6:out of memory (give it more with FRDIAG_JAVA_OPTS=-Xmx8g)"})
 public final class FrDiagnose implements Callable<Integer> {
   @Option(names = "--daemon", paramLabel = "HOST:PORT", converter = DaemonAddress.Converter.class,
       defaultValue = DaemonAddress.DEFAULT, scope = CommandLine.ScopeType.INHERIT,
@@ -67,8 +69,21 @@ public final class FrDiagnose implements Callable<Integer> {
     return json;
   }
 
+  /** Held so the setting stays: gRPC logs through java.util.logging, whose default prints stack traces. */
+  private static final java.util.logging.Logger GRPC_LOG = java.util.logging.Logger.getLogger("io.grpc");
+
   public static void main(String[] args) {
-    System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+    // What went wrong with a call is said once, on one line, by the handler below.
+    GRPC_LOG.setLevel(java.util.logging.Level.OFF);
+    int code;
+    try {
+      code = run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true));
+    } catch (OutOfMemoryError e) {
+      System.err.println("fr-diagnose: out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
+          + " MB heap); give it more, e.g. FRDIAG_JAVA_OPTS=-Xmx8g");
+      code = ExitCode.OUT_OF_MEMORY;
+    }
+    System.exit(code);
   }
 
   /** Runs the command with output going to {@code out} and one-line errors to {@code err}; returns the exit code. */
@@ -77,6 +92,10 @@ public final class FrDiagnose implements Callable<Integer> {
     cmd.setOut(out).setErr(err);
     cmd.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
       Throwable cause = e;
+      if (cause instanceof IllegalArgumentException) {
+        err.println("fr-diagnose: " + cause.getMessage());
+        return ExitCode.USAGE;
+      }
       if (cause instanceof StatusRuntimeException s) {
         boolean unreachable = s.getStatus().getCode() == io.grpc.Status.Code.UNAVAILABLE
             || s.getStatus().getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED;
@@ -102,6 +121,13 @@ public final class FrDiagnose implements Callable<Integer> {
     Throwable root = s;
     while (root.getCause() != null) {
       root = root.getCause();
+    }
+    if (root instanceof java.net.UnknownHostException) {
+      return "cannot resolve host '" + root.getMessage().replaceFirst(":.*", "") + "'";
+    }
+    String said = String.valueOf(root.getMessage()) + " " + s.getStatus().getDescription();
+    if (said.contains("First received frame was not SETTINGS") || said.contains("HTTP status code")) {
+      return "it does not speak gRPC: is it an frdiag daemon?";
     }
     if (root != s && root.getMessage() != null) {
       return root.getMessage();
@@ -144,6 +170,9 @@ public final class FrDiagnose implements Callable<Integer> {
   }
 
   static int withStub(DaemonAddress address, ClientSecurity security, long timeoutSeconds, StubCall call) {
+    if (timeoutSeconds < 1) {
+      throw new IllegalArgumentException("--timeout must be at least 1 second, got " + timeoutSeconds);
+    }
     ManagedChannel channel = address.open(security);
     try {
       return call.apply(DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(timeoutSeconds, TimeUnit.SECONDS));
@@ -170,7 +199,8 @@ public final class FrDiagnose implements Callable<Integer> {
         } else {
           out.printf("%-24s %6s %9s %5s %8s  %s%n", "JOB", "WORLD", "CONNECTED", "LOST", "INCIDENT", "LATEST REPORT");
           for (JobSummary j : jobs) {
-            out.printf("%-24s %6d %9d %5d %8s  %s%n", j.getJobId(), j.getWorldSize(), j.getRanksConnected(),
+            out.printf("%-24s %6d %9d %5d %8s  %s%n", UntrustedText.line(j.getJobId()), j.getWorldSize(),
+                j.getRanksConnected(),
                 j.getRanksLost(), j.getIncidentOpen() ? "open" : "-",
                 j.getLatestReportId().isEmpty() ? "-" : j.getLatestReportId());
           }
@@ -209,12 +239,12 @@ public final class FrDiagnose implements Callable<Integer> {
         PrintWriter out = parent.spec.commandLine().getOut();
         var reports = stub.listReports(ListReportsRequest.newBuilder().setJobId(job).build()).getReportsList();
         if (reports.isEmpty()) {
-          out.println("no reports for job " + job);
+          out.println("no reports for job " + UntrustedText.line(job));
         }
         for (ReportSummary r : reports) {
-          out.printf("%-22s %s  %-21s %-14s culprits %-10s %s%n", r.getReportId(),
+          out.printf("%-22s %s  %-21s %-14s culprits %-10s %s%n", UntrustedText.line(r.getReportId()),
               Instant.ofEpochMilli(r.getCreatedAtMs()), r.getVerdict(), r.getSymptom(),
-              Ranks.compact(r.getCulpritRanksList()), r.getHeadline());
+              Ranks.compact(r.getCulpritRanksList()), UntrustedText.line(r.getHeadline()));
         }
         out.flush();
         return ExitCode.NO_HANG;

@@ -7,6 +7,7 @@ import dev.frdiag.readers.nccl.NcclEvent;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclLogParser;
 import dev.frdiag.readers.nccl.NcclTopology;
+import dev.frdiag.report.UntrustedText;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -71,21 +72,22 @@ final class TopologyCommand implements Callable<Integer> {
   }
 
   private static void print(NcclLog log, PrintWriter out) {
-    out.println(log.summary().stripTrailing());
+    // Everything below is read from a log file: made safe for the terminal line by line.
+    log.summary().stripTrailing().lines().forEach(l -> out.println(UntrustedText.line(l)));
     for (NcclTopology t : log.topologies()) {
-      out.println("GPU to NIC affinity (" + (t.host().isEmpty() ? "topology" : t.host()) + ", maxBw " + t.maxBw()
-          + " GB/s):");
-      t.closestNics().forEach((gpu, paths) -> paths.forEach(p -> out.println("  " + gpu
+      out.println(UntrustedText.line("GPU to NIC affinity (" + (t.host().isEmpty() ? "topology" : t.host())
+          + ", maxBw " + t.maxBw() + " GB/s):"));
+      t.closestNics().forEach((gpu, paths) -> paths.forEach(p -> out.println(UntrustedText.line("  " + gpu
           + (p.gpuRank() >= 0 ? " (rank " + p.gpuRank() + ")" : "") + " -> " + p.nic() + " " + p.type() + " "
-          + p.bandwidth() + " GB/s")));
+          + p.bandwidth() + " GB/s"))));
     }
     List<NcclEvent> events = log.eventsByCause();
     if (!events.isEmpty()) {
       out.println("Events by cause:");
       for (NcclEvent e : events.subList(0, Math.min(EVENTS_SHOWN, events.size()))) {
-        out.println("  [" + e.domain() + "] " + e.kind() + " " + (e.host() == null ? "" : e.host()) + " line "
-            + e.lineNumber() + ": " + e.explanation());
-        out.println("      " + e.line().strip());
+        out.println(UntrustedText.line("  [" + e.domain() + "] " + e.kind() + " " + (e.host() == null ? ""
+            : e.host()) + " line " + e.lineNumber() + ": " + e.explanation()));
+        out.println("      " + UntrustedText.line(e.line().strip()));
       }
       if (events.size() > EVENTS_SHOWN) {
         out.println("  … and " + (events.size() - EVENTS_SHOWN) + " more");

@@ -6,6 +6,7 @@ import dev.frdiag.daemon.access.AccessInterceptor;
 import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.access.ServerTls;
+import dev.frdiag.daemon.alert.AlertDispatcher;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.metrics.MetricsServer;
 import dev.frdiag.daemon.registry.JobRegistry;
@@ -45,6 +46,8 @@ public final class Daemon implements AutoCloseable {
   static final int WARMUP_ROUNDS = 200;
   /** How often reports the disk refused are tried again. */
   static final java.time.Duration STORE_RETRY = java.time.Duration.ofSeconds(5);
+  /** The first wait before an alert is sent again; it doubles with each retry. */
+  static final java.time.Duration ALERT_BACKOFF = java.time.Duration.ofSeconds(1);
 
   private final DaemonSettings settings;
   private final JobRegistry registry;
@@ -57,6 +60,7 @@ public final class Daemon implements AutoCloseable {
   private final HealthStatusManager health = new HealthStatusManager();
   private MetricsServer metricsServer;
   private final ServerTls tls;
+  private final AlertDispatcher alerts;
   private final Object lock = new Object();
   /** Null when the caller supplied the transport: then there is no address of ours to name. */
   private final InetSocketAddress address;
@@ -102,6 +106,11 @@ public final class Daemon implements AutoCloseable {
     this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
         settings.stallTimeout(), settings.limits(), metrics);
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
+    this.alerts = settings.alerts().isEmpty() ? null
+        : new AlertDispatcher(settings.alerts(), ALERT_BACKOFF, metrics::alertFailed);
+    if (alerts != null) {
+      investigator.addSink(alerts);
+    }
     // Reports the disk refused (full, read-only) are written as soon as it takes them again.
     scheduler.scheduleWithFixedDelay(store::retryPending, STORE_RETRY.toMillis(), STORE_RETRY.toMillis(),
         TimeUnit.MILLISECONDS);
@@ -252,6 +261,9 @@ public final class Daemon implements AutoCloseable {
     analysisExecutor.shutdownNow();
     if (tls != null) {
       tls.close();
+    }
+    if (alerts != null) {
+      alerts.close();
     }
     log.info("frdiag daemon stopped");
   }

@@ -1,10 +1,16 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.DurationConverter;
+import dev.frdiag.command.LogFormat;
 import dev.frdiag.daemon.access.Security;
+import dev.frdiag.daemon.alert.AlertTarget;
 import dev.frdiag.command.VersionProvider;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
@@ -92,16 +98,49 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--insecure", description = "Serve a non-loopback --bind without TLS (refused otherwise).")
   boolean insecure;
 
+  @Option(names = "--alert", paramLabel = "KIND=URL[,jobs=GLOB]", description = "Send every report (of the jobs "
+      + "matching GLOB) to a webhook (the report's JSON), Alertmanager (/api/v2/alerts) or Slack (incoming "
+      + "webhook); repeatable. KIND: webhook, alertmanager, slack.")
+  List<String> alerts = new ArrayList<>();
+
+  @Option(names = LogFormat.OPTION, paramLabel = "text|json", description = "Log lines as key=value text or "
+      + "one JSON object per line (default ${DEFAULT-VALUE}).")
+  String logFormat = "text";
+
+  @Option(names = ConfigFile.OPTION, paramLabel = "FILE", description = "A key=value file with any of the options "
+      + "above (keys are option names without the dashes); command-line options win.")
+  Path config;
+
   public static void main(String[] args) {
-    // Picked before the first logger exists; an explicit -Dlogback.configurationFile still wins.
-    if (System.getProperty("logback.configurationFile") == null) {
-      System.setProperty("logback.configurationFile", "logback-daemon.xml");
+    // Picked before the first logger exists.
+    LogFormat.configure("logback-daemon", args);
+    System.exit(run(args));
+  }
+
+  /** Parses {@code args} (and the config file they name) and runs the daemon; returns the exit code. */
+  static int run(String[] args) {
+    CommandLine cmd = new CommandLine(new DaemonMain()).setCaseInsensitiveEnumValuesAllowed(true);
+    ConfigFile file;
+    try {
+      file = ConfigFile.apply(cmd, args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("fr-daemon: " + e.getMessage());
+      return 2;
     }
-    System.exit(new CommandLine(new DaemonMain()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
+    cmd.setParameterExceptionHandler((e, a) -> {
+      System.err.println("fr-daemon: " + (file == null ? e.getMessage() : file.describe(e)));
+      System.err.println("Try 'fr-daemon --help'.");
+      return 2;
+    });
+    return cmd.execute(args);
   }
 
   @Override
   public Integer call() throws InterruptedException {
+    if (!logFormat.equals("text") && !logFormat.equals("json")) {
+      System.err.println("fr-daemon: --log-format must be text or json, got '" + logFormat + "'");
+      return 2;
+    }
     DaemonSettings settings;
     try {
       settings = DaemonSettings.builder().bindAddress(bind).port(port).dataDir(dataDir).stallTimeout(stallTimeout)
@@ -110,7 +149,9 @@ public final class DaemonMain implements Callable<Integer> {
               .maxContextBytesPerJob(maxContextBytes).jobIdleExpiry(jobIdleExpiry)
               .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
               .build()).metricsPort(metricsPort)
-          .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure)).build();
+          .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure))
+          .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)
+              .filter(a -> !a.isEmpty()).map(AlertTarget::parse).toList()).build();
     } catch (IllegalArgumentException e) {
       System.err.println("fr-daemon: " + e.getMessage());
       return 2;

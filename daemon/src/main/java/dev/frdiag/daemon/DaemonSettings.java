@@ -1,8 +1,10 @@
 package dev.frdiag.daemon;
 
 import dev.frdiag.daemon.access.Security;
+import dev.frdiag.daemon.alert.AlertTarget;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -22,12 +24,13 @@ import java.util.Objects;
  * @param window records kept in memory per rank between snapshots (default 512)
  * @param limits bounds on what clients can make the daemon hold (default {@link Limits#defaults()})
  * @param security TLS files, access file, and whether plaintext beyond loopback is wanted (default none)
+ * @param alerts where reports are sent as they are written (default none)
  * @param metricsPort the Prometheus endpoint's port on the bind address: 0 picks a free one, -1 (the builder's
  *     default, for embedded daemons) serves none; {@code fr-daemon} serves it on {@value #DEFAULT_METRICS_PORT}
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
-    int maxMessageBytes, int window, Limits limits, int metricsPort, Security security) {
+    int maxMessageBytes, int window, Limits limits, int metricsPort, Security security, List<AlertTarget> alerts) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = 50551;
@@ -45,6 +48,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     Objects.requireNonNull(dataDir, "dataDir");
     Objects.requireNonNull(limits, "limits");
     Objects.requireNonNull(security, "security");
+    alerts = List.copyOf(alerts);
     if (port < 0 || port > 65_535) {
       throw new IllegalArgumentException("port must be within 0..65535, got " + port);
     }
@@ -97,6 +101,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private Limits limits = Limits.defaults();
     private int metricsPort = -1;
     private Security security = Security.none();
+    private List<AlertTarget> alerts = List.of();
 
     public Builder bindAddress(String v) {
       bindAddress = v;
@@ -158,6 +163,11 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder alerts(List<AlertTarget> v) {
+      alerts = v;
+      return this;
+    }
+
     public Builder security(Security v) {
       security = v;
       return this;
@@ -166,7 +176,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
-          window, limits, metricsPort, security);
+          window, limits, metricsPort, security, alerts);
     }
   }
 }

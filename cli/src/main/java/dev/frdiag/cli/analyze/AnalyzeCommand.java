@@ -134,6 +134,10 @@ public final class AnalyzeCommand implements Callable<Integer> {
             }
           }
         }
+      } else if (!Files.isRegularFile(path)) {
+        // PyTorch's debug pipes live beside its dumps: opening a FIFO nobody writes would wait forever.
+        err.println("fr-diagnose: skipping " + path + ": not a regular file (a pipe, socket or device)");
+        continue;
       } else {
         files.add(path);
       }

@@ -31,6 +31,8 @@ import java.util.stream.Stream;
 public final class DumpReader {
   /** Files larger than this are refused unless configured otherwise: real dumps are kilobytes to megabytes. */
   static final long DEFAULT_MAX_FILE_BYTES = 1L << 30;
+  /** How much of a file is checked before the rest is read. */
+  static final int PREFIX_BYTES = 64 * 1024;
   /** The largest limit that can be configured: a dump is read into one array. */
   public static final long MAX_FILE_BYTES_LIMIT = Integer.MAX_VALUE - 8;
   /** PyTorch's default dump file prefix ({@code TORCH_FR_DUMP_TEMP_FILE}, without its directory). */
@@ -336,10 +338,21 @@ public final class DumpReader {
         throw new DumpFormatException(file, tooLarge(size));
       }
       try (InputStream in = Files.newInputStream(file)) {
-        byte[] data = in.readNBytes((int) maxFileBytes + 1);
-        if (data.length > maxFileBytes) {
-          throw new DumpFormatException(file, tooLarge(data.length));
+        // A file that is no dump fails on its first bytes, before a gigabyte of it is read.
+        byte[] head = in.readNBytes((int) Math.min(PREFIX_BYTES, maxFileBytes + 1));
+        if (head.length > 0 && (head[0] & 0xff) == PickleOpcodes.PROTO) {
+          try {
+            PickleScanner.checkPrefix(head, head.length);
+          } catch (DumpProblem p) {
+            throw new DumpFormatException(file, p.getMessage());
+          }
         }
+        byte[] rest = in.readNBytes((int) Math.max(0, maxFileBytes + 1 - head.length));
+        if (head.length + (long) rest.length > maxFileBytes) {
+          throw new DumpFormatException(file, tooLarge(head.length + (long) rest.length));
+        }
+        byte[] data = java.util.Arrays.copyOf(head, head.length + rest.length);
+        System.arraycopy(rest, 0, data, head.length, rest.length);
         return data;
       }
     } catch (NoSuchFileException e) {

@@ -110,10 +110,28 @@ final class PickleScanner {
     return new PickleScanner(data, length).run();
   }
 
+  /**
+   * Checks the first bytes of a file before the rest is read, so that a large file that is no dump fails at once:
+   * only running out of bytes is accepted here.
+   *
+   * @throws DumpProblem describing the first problem within the prefix, with its byte offset
+   */
+  static void checkPrefix(byte[] prefix, int length) {
+    try {
+      scan(prefix, length);
+    } catch (DumpProblem p) {
+      if (!p.getMessage().startsWith(TRUNCATED)) {
+        throw p;
+      }
+    }
+  }
+
+  private static final String TRUNCATED = "truncated pickle at byte ";
+
   private int run() {
     while (true) {
       if (pos >= end) {
-        throw new DumpProblem("truncated pickle at byte " + end + " of " + end + ": it ends without a STOP opcode");
+        throw new DumpProblem(TRUNCATED + end + " of " + end + ": it ends without a STOP opcode");
       }
       opStart = pos;
       op = data[pos++] & 0xff;
@@ -244,14 +262,14 @@ final class PickleScanner {
 
   private void need(long n) {
     if (end - pos < n) {
-      throw new DumpProblem("truncated pickle at byte " + opStart + " of " + end + ": " + opName(op) + " needs "
+      throw new DumpProblem(TRUNCATED + opStart + " of " + end + ": " + opName(op) + " needs "
           + n + " more bytes but " + (end - pos) + " remain");
     }
   }
 
   private void skip(long n, String what) {
     if (end - pos < n) {
-      throw new DumpProblem("truncated pickle at byte " + opStart + " of " + end + ": " + what + " declares " + n
+      throw new DumpProblem(TRUNCATED + opStart + " of " + end + ": " + what + " declares " + n
           + " bytes but " + (end - pos) + " remain");
     }
     pos += (int) n;
@@ -287,7 +305,7 @@ final class PickleScanner {
   private void string(long length) {
     // An unsigned 64-bit length that does not fit a long reads as negative here: past the end in any case.
     if (length < 0 || end - pos < length) {
-      throw new DumpProblem("truncated pickle at byte " + opStart + " of " + end + ": " + opName(op)
+      throw new DumpProblem(TRUNCATED + opStart + " of " + end + ": " + opName(op)
           + " declares a string of " + Long.toUnsignedString(length) + " bytes but " + (end - pos) + " remain");
     }
     int n = (int) length;

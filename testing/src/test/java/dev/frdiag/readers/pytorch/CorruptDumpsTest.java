@@ -335,4 +335,22 @@ class CorruptDumpsTest {
     }
     return sb.toString();
   }
+
+  @Test
+  void aHugeFileThatOnlyStartsLikeAPickleFailsOnItsFirstBytesWithoutBeingReadWhole(@org.junit.jupiter.api.io.TempDir
+      java.nio.file.Path dir) throws Exception {
+    java.nio.file.Path huge = dir.resolve("_dump_0");
+    try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(huge.toFile(), "rw")) {
+      f.write(new byte[] {(byte) 0x80, 0x02, (byte) 0xff});
+      // Sparse: a gigabyte on paper, nothing on disk.
+      f.setLength(1_000_000_000L);
+    }
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    long before = threads.getCurrentThreadAllocatedBytes();
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> reader.read(huge))
+        .isInstanceOf(DumpFormatException.class).hasMessageContaining("_dump_0").hasMessageContaining("at byte 2");
+    long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+    org.assertj.core.api.Assertions.assertThat(allocated).as("bytes allocated to find out").isLessThan(16L << 20);
+  }
 }
