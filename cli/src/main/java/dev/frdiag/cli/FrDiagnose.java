@@ -33,7 +33,7 @@ import picocli.CommandLine.Parameters;
     description = {"Prints the hang diagnosis of a job: the culprit rank(s), the collective, the symptom and the "
         + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
         + "none is stored."},
-    subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class,
+    subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class, WatchCommand.class,
         AnalyzeCommand.class, TopologyCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:no hang", "1:hang diagnosed", "2:usage error",
@@ -99,7 +99,11 @@ public final class FrDiagnose implements Callable<Integer> {
       if (cause instanceof StatusRuntimeException s) {
         boolean unreachable = s.getStatus().getCode() == io.grpc.Status.Code.UNAVAILABLE
             || s.getStatus().getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED;
-        String where = commandLine.getCommand() instanceof FrDiagnose f ? f.daemon.toString() : "the daemon";
+        CommandLine root = commandLine;
+        while (root.getParent() != null) {
+          root = root.getParent();
+        }
+        String where = root.getCommand() instanceof FrDiagnose f ? f.daemon.toString() : "the daemon";
         err.println("fr-diagnose: " + s.getStatus().getCode() + ": " + (unreachable
             ? "cannot reach the daemon at " + where + " (" + describe(s) + "); start one with bin/fr-daemon"
             : describe(s)));
