@@ -34,11 +34,12 @@ public final class DurationConverter implements CommandLine.ITypeConverter<Durat
           case 's' -> Duration.ofSeconds(n);
           case 'm' -> Duration.ofMinutes(n);
           case 'h' -> Duration.ofHours(n);
+          case 'd' -> Duration.ofDays(n);
           default -> throw new IllegalArgumentException();
         };
       }
     } catch (RuntimeException e) {
-      throw new CommandLine.TypeConversionException("'" + value + "' is not a duration: use e.g. 500ms, 30s, 2m");
+      throw new CommandLine.TypeConversionException("'" + value + "' is not a duration: use e.g. 500ms, 30s, 2m, 1h, 30d");
     }
     if (d.isNegative() || d.isZero()) {
       throw new CommandLine.TypeConversionException("'" + value + "' is not above zero");

@@ -88,7 +88,8 @@ public final class Daemon implements AutoCloseable {
     this.settings = settings;
     this.address = address;
     this.registry = new JobRegistry(settings.window(), settings.limits());
-    this.store = new ReportStore(settings.dataDir());
+    this.store = new ReportStore(settings.dataDir(), ReportStore::writeDurably, settings.limits().retention(),
+        java.time.Clock.systemUTC());
     this.analysisExecutor = Executors.newFixedThreadPool(2, daemonThreads("frdiag-analysis"));
     ScheduledThreadPoolExecutor scheduler = new ScheduledThreadPoolExecutor(1, daemonThreads("frdiag-watchdog"));
     // Snapshot deadlines are cancelled when a gather ends early; drop them from the queue at once.

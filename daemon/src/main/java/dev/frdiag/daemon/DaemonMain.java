@@ -5,6 +5,7 @@ import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.LogFormat;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.alert.AlertTarget;
+import dev.frdiag.daemon.store.Retention;
 import dev.frdiag.command.VersionProvider;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -72,6 +73,14 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--diagnose-interval", converter = DurationConverter.class, description = "Shortest time between "
       + "two on-demand diagnoses of one job; a request while one runs joins it (default 1s).")
   Duration diagnoseInterval = Limits.DEFAULT_DIAGNOSE_INTERVAL;
+
+  @Option(names = "--keep-reports", description = "Reports kept per job, oldest removed first; 0 keeps all "
+      + "(default ${DEFAULT-VALUE}).")
+  int keepReports;
+
+  @Option(names = "--keep-reports-for", converter = DurationConverter.class, description = "Remove reports older "
+      + "than this, e.g. 30d (default: keep); a job's newest report is always kept.")
+  Duration keepReportsFor;
 
   @Option(names = "--max-watchers", description = "WatchIncidents subscribers at once (default ${DEFAULT-VALUE}).")
   int maxWatchers = Limits.DEFAULT_MAX_WATCHERS;
@@ -148,6 +157,7 @@ public final class DaemonMain implements Callable<Integer> {
           .window(window).limits(Limits.builder().maxJobs(maxJobs).maxGroupsPerRank(maxGroupsPerRank)
               .maxContextBytesPerJob(maxContextBytes).jobIdleExpiry(jobIdleExpiry)
               .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
+              .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
               .build()).metricsPort(metricsPort)
           .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure))
           .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)

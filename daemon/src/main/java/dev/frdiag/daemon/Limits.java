@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.store.Retention;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -19,10 +20,11 @@ import java.util.Objects;
  * @param maxInvestigations investigations (snapshot gathers) in flight across all jobs (default 64)
  * @param maxWatchers {@code WatchIncidents} subscribers at once (default 256)
  * @param watcherBacklog reports queued for one watcher that is not reading before it is cut off (default 64)
+ * @param retention which stored reports are kept (default: all)
  */
 public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJob, int maxEarlyContextJobs,
     Duration jobIdleExpiry, Duration maxSnapshotDeadline, Duration diagnoseInterval, int maxInvestigations,
-    int maxWatchers, int watcherBacklog) {
+    int maxWatchers, int watcherBacklog, Retention retention) {
 
   public static final int DEFAULT_MAX_JOBS = 10_000;
   public static final int DEFAULT_MAX_GROUPS_PER_RANK = 4096;
@@ -51,6 +53,7 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
     atLeast(maxInvestigations, 1, "maxInvestigations");
     atLeast(maxWatchers, 0, "maxWatchers");
     atLeast(watcherBacklog, 1, "watcherBacklog");
+    Objects.requireNonNull(retention, "retention");
   }
 
   /** The documented defaults. */
@@ -87,6 +90,7 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
     private int maxInvestigations = DEFAULT_MAX_INVESTIGATIONS;
     private int maxWatchers = DEFAULT_MAX_WATCHERS;
     private int watcherBacklog = DEFAULT_WATCHER_BACKLOG;
+    private Retention retention = Retention.KEEP_ALL;
 
     public Builder maxJobs(int v) {
       maxJobs = v;
@@ -138,9 +142,14 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
       return this;
     }
 
+    public Builder retention(Retention v) {
+      retention = v;
+      return this;
+    }
+
     public Limits build() {
       return new Limits(maxJobs, maxGroupsPerRank, maxContextBytesPerJob, maxEarlyContextJobs, jobIdleExpiry,
-          maxSnapshotDeadline, diagnoseInterval, maxInvestigations, maxWatchers, watcherBacklog);
+          maxSnapshotDeadline, diagnoseInterval, maxInvestigations, maxWatchers, watcherBacklog, retention);
     }
   }
 }

@@ -59,6 +59,8 @@ public final class ReportStore {
 
   private final Path root;
   private final FileWriter writer;
+  private final Retention retention;
+  private final java.time.Clock clock;
   private final Object lock = new Object();
   /** Job → reports, oldest first. */
   @GuardedBy("lock")
@@ -83,8 +85,15 @@ public final class ReportStore {
 
   /** A store that writes its files through {@code writer}. */
   public ReportStore(Path dataDir, FileWriter writer) {
+    this(dataDir, writer, Retention.KEEP_ALL, java.time.Clock.systemUTC());
+  }
+
+  /** A store that keeps only what {@code retention} allows, judged by {@code clock}. */
+  public ReportStore(Path dataDir, FileWriter writer, Retention retention, java.time.Clock clock) {
     this.root = dataDir.resolve("reports");
     this.writer = writer;
+    this.retention = retention;
+    this.clock = clock;
     try {
       Files.createDirectories(root);
       synchronized (lock) {
@@ -272,7 +281,35 @@ public final class ReportStore {
     synchronized (lock) {
       byJob.computeIfAbsent(report.job(), j -> new ArrayList<>()).add(report);
     }
+    prune(report.job());
     return true;
+  }
+
+  /** Removes the job's reports the retention no longer allows, oldest first; never the newest. */
+  private void prune(String job) {
+    List<Report> gone = new ArrayList<>();
+    synchronized (lock) {
+      List<Report> reports = byJob.get(job);
+      if (reports == null) {
+        return;
+      }
+      java.time.Instant cutoff = retention.maxAge().isZero() ? null : clock.instant().minus(retention.maxAge());
+      while (reports.size() > 1 && ((retention.perJob() > 0 && reports.size() > retention.perJob())
+          || (cutoff != null && reports.get(0).createdAt().isBefore(cutoff)))) {
+        gone.add(reports.remove(0));
+      }
+    }
+    for (Report r : gone) {
+      Path dir = root.resolve(r.job());
+      try {
+        // The JSON first: a crash between the two leaves a stray Markdown file, never a report without it.
+        Files.deleteIfExists(dir.resolve(r.reportId() + ".json"));
+        Files.deleteIfExists(dir.resolve(r.reportId() + ".md"));
+        log.info("report {} removed: retention {}", r.reportId(), retention);
+      } catch (IOException e) {
+        log.warn("cannot remove report {} past its retention: {}", r.reportId(), e.getMessage());
+      }
+    }
   }
 
   /** False while the data dir refuses writes (disk full, read-only). */

@@ -235,4 +235,27 @@ class ReportStoreTest {
     assertThat(store.healthy()).isFalse();
     assertThat(warnings()).anySatisfy(w -> assertThat(w).contains("cannot write").contains("Read-only file system"));
   }
+
+  @Test
+  void retentionRemovesTheOldestReportsAndNeverTheNewest() {
+    java.time.Instant now = java.time.Instant.parse("2026-03-01T00:00:00Z");
+    ReportStore store = new ReportStore(dataDir, ReportStore::writeDurably,
+        new Retention(3, java.time.Duration.ofDays(365)), java.time.Clock.fixed(now, java.time.ZoneOffset.UTC));
+    for (int i = 0; i < 5; i++) {
+      saved(store, "job");
+    }
+    assertThat(store.list("job")).extracting(Report::reportId).containsExactly("job-000005", "job-000004",
+        "job-000003");
+    assertThat(Files.exists(jobDir("job").resolve("job-000001.json"))).isFalse();
+    assertThat(Files.exists(jobDir("job").resolve("job-000001.md"))).isFalse();
+    assertThat(new ReportStore(dataDir).nextReportId("job")).as("numbers go on after removed reports")
+        .isEqualTo("job-000006");
+
+    // Every report here is from January: older than 30 days, but the newest stays.
+    ReportStore aged = new ReportStore(dataDir.resolve("other"), ReportStore::writeDurably,
+        new Retention(0, java.time.Duration.ofDays(30)), java.time.Clock.fixed(now, java.time.ZoneOffset.UTC));
+    saved(aged, "job");
+    saved(aged, "job");
+    assertThat(aged.list("job")).extracting(Report::reportId).containsExactly("job-000002");
+  }
 }
