@@ -204,6 +204,17 @@ final class VerdictRules {
       }
       boolean progress = index.ranks.values().stream().anyMatch(r -> !r.evidence.records().isEmpty()
           || !r.evidence.progress().isEmpty());
+      boolean anything = progress || index.ranks.values().stream().anyMatch(r -> !r.evidence.events().isEmpty());
+      if (!anything) {
+        // Nothing was seen at all (pipes nobody reads, dumps never written): "no hang" would rest on absence.
+        List<Integer> silent = index.ranks.keySet().stream().sorted().toList();
+        evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, silent, "no rank sent records, progress or events "
+            + "(" + Ranks.compact(silent) + ")"));
+        return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), null, 0.2, evidence,
+            "No rank sent any records or progress: there is nothing to judge a hang by.",
+            "Check that the ranks record (TORCH_FR_BUFFER_SIZE) and that their dumps or pipes are where the "
+                + "agent looks.");
+      }
       return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, progress ? 0.9 : 0.4, evidence,
           "No hang: every process group with work is making progress.", "Nothing to do.");
     }
