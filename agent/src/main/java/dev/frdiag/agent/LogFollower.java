@@ -36,6 +36,13 @@ final class LogFollower {
   private final BiConsumer<WatchdogLine, Path> sink;
   private Object fileKey;
   private long offset;
+  /**
+   * The last bytes before {@link #offset} as they were read: a file truncated and rewritten past its old size
+   * between two polls keeps its size and inode, but not these bytes.
+   */
+  private byte[] tail = new byte[0];
+  /** How many bytes before the offset are compared. */
+  static final int TAIL = 64;
   /** The start of a line whose end has not been written yet; at most MAX_LINE bytes are kept. */
   private final ByteArrayOutputStream partial = new ByteArrayOutputStream();
 
@@ -49,6 +56,25 @@ final class LogFollower {
     // Start at the end: lines written before the agent started are history, not a new incident.
     this.offset = a == null ? 0 : a.size();
     this.fileKey = a == null ? null : a.fileKey();
+    this.tail = readTail();
+  }
+
+  /** The {@link #TAIL} bytes before the offset as the file holds them now (fewer at its start). */
+  private byte[] readTail() {
+    int n = (int) Math.min(TAIL, offset);
+    if (n == 0) {
+      return new byte[0];
+    }
+    try (SeekableByteChannel ch = Files.newByteChannel(file, StandardOpenOption.READ)) {
+      ch.position(offset - n);
+      ByteBuffer buf = ByteBuffer.allocate(n);
+      while (buf.hasRemaining() && ch.read(buf) > 0) {
+        // Read the whole tail.
+      }
+      return java.util.Arrays.copyOf(buf.array(), buf.position());
+    } catch (IOException e) {
+      return new byte[0];
+    }
   }
 
   Path file() {
@@ -61,8 +87,9 @@ final class LogFollower {
     if (a == null) {
       return;
     }
-    if (a.size() < offset || fileKey != null && a.fileKey() != null && !fileKey.equals(a.fileKey())) {
-      // Truncated, or rotated to a new file: its beginning is new.
+    boolean rotated = fileKey != null && a.fileKey() != null && !fileKey.equals(a.fileKey());
+    if (a.size() < offset || rotated || a.size() > offset && !java.util.Arrays.equals(tail, readTail())) {
+      // Truncated, rotated to a new file, or rewritten from the start past the old end: its beginning is new.
       offset = 0;
       partial.reset();
     }
@@ -77,6 +104,9 @@ final class LogFollower {
         // Read until the chunk is full or the file ends.
       }
       offset += buf.position();
+      int n = Math.min(TAIL, buf.position());
+      tail = n == TAIL || offset == buf.position() ? java.util.Arrays.copyOfRange(buf.array(), buf.position() - n,
+          buf.position()) : readTail();
       split(buf.array(), buf.position());
     } catch (NoSuchFileException e) {
       // Rotated away between the look and the read; the next poll sees the new file.

@@ -117,7 +117,7 @@ class AgentMainTest {
         .isEqualTo("Invalid value for option '--world-size': 'eight' is not an int");
     assertThat(error("--job", "j", "--world-size", "8", "--local-ranks", "0", "--poll-interval", "soon"))
         .isEqualTo("Invalid value for option '--poll-interval': 'soon' is not a duration: use e.g. 500ms, 30s,"
-            + " 2m");
+            + " 2m, 1h, 30d");
     assertThat(error("--job", "j", "--world-size", "8", "--local-ranks", "0", "--dump-wait", "0s"))
         .isEqualTo("Invalid value for option '--dump-wait': '0s' is not above zero");
     assertThat(error("--job", "j", "--world-size", "8", "--local-ranks", "0", "--daemon", "host:99999"))

@@ -15,6 +15,7 @@ class DurationConverterTest {
     assertThat(DurationConverter.parse("30s")).isEqualTo(Duration.ofSeconds(30));
     assertThat(DurationConverter.parse(" 2M ")).isEqualTo(Duration.ofMinutes(2));
     assertThat(DurationConverter.parse("1h")).isEqualTo(Duration.ofHours(1));
+    assertThat(DurationConverter.parse("30d")).isEqualTo(Duration.ofDays(30));
     assertThat(DurationConverter.parse("PT1.5S")).isEqualTo(Duration.ofMillis(1500));
   }
 
@@ -23,7 +24,7 @@ class DurationConverterTest {
     for (String bad : new String[] {"soon", "10", "s", "10x", "ms", "PTxS", ""}) {
       assertThatThrownBy(() -> DurationConverter.parse(bad)).as(bad)
           .isInstanceOf(CommandLine.TypeConversionException.class)
-          .hasMessage("'" + bad + "' is not a duration: use e.g. 500ms, 30s, 2m");
+          .hasMessage("'" + bad + "' is not a duration: use e.g. 500ms, 30s, 2m, 1h, 30d");
     }
   }
 
