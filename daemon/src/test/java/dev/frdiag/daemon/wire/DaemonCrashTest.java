@@ -33,6 +33,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Matcher;
@@ -132,6 +133,7 @@ class DaemonCrashTest {
       for (int round = 0; round < ROUNDS; round++) {
         ManagedChannel channel = channel(daemon.port());
         AtomicBoolean running = new AtomicBoolean(true);
+        CountDownLatch reportsFlowing = new CountDownLatch(1);
         try {
           connectRank(channel);
           DiagnosisGrpc.newStub(channel).watchIncidents(WatchIncidentsRequest.getDefaultInstance(),
@@ -139,6 +141,7 @@ class DaemonCrashTest {
                 @Override
                 public void onNext(ReportEnvelope e) {
                   announced.add(e.getSummary().getReportId());
+                  reportsFlowing.countDown();
                 }
 
                 @Override
@@ -155,14 +158,18 @@ class DaemonCrashTest {
                 ReportEnvelope e = DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS)
                     .diagnoseNow(DiagnoseNowRequest.newBuilder().setJobId("chaos").build());
                 announced.add(e.getSummary().getReportId());
+                reportsFlowing.countDown();
               } catch (RuntimeException notAnnounced) {
                 // Not connected yet, or the daemon just died: that report was never announced.
               }
             }
           }, "diagnose-now");
           driver.start();
-          // The kill lands at a random moment while reports are being made and written.
-          long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300 + random.nextInt(1200));
+          // The kill lands at a random moment while reports are being made and written: once the first of this
+          // round is announced (a cold daemon takes a while to make it), within the next second.
+          assertThat(reportsFlowing.await(60, TimeUnit.SECONDS)).as("seed %d round %d: a report was announced",
+              seed, round).isTrue();
+          long killAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(random.nextInt(1000));
           while (System.nanoTime() < killAt) {
             if (daemon.process().waitFor(killAt - System.nanoTime(), TimeUnit.NANOSECONDS)) {
               throw new AssertionError("the daemon exited on its own with " + daemon.process().exitValue());
