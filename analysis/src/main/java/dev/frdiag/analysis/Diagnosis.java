@@ -21,11 +21,21 @@ import java.util.Objects;
  * @param headline the verdict in one sentence
  * @param recommendation what to do next
  * @param stuckSinceNs epoch ns when the first member issued the stuck collective; 0 when unknown
+ * @param progress where each member of the stuck groups stands around the stuck seq, root causes first
  */
 public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritRanks, List<String> culpritHosts,
     CollectiveRef collective, double confidence, List<Evidence> evidence, List<Culprit> culprits,
     List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation,
-    long stuckSinceNs) {
+    long stuckSinceNs, List<GroupProgress> progress) {
+
+  /** A diagnosis without the members' positions (the rules' own result, before they are added). */
+  public Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritRanks, List<String> culpritHosts,
+      CollectiveRef collective, double confidence, List<Evidence> evidence, List<Culprit> culprits,
+      List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation,
+      long stuckSinceNs) {
+    this(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits, stuck,
+        rankStates, headline, recommendation, stuckSinceNs, List.of());
+  }
 
   public Diagnosis {
     if (confidence < 0 || confidence > 1) {
@@ -37,6 +47,13 @@ public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritR
     culprits = List.copyOf(culprits);
     stuck = List.copyOf(stuck);
     rankStates = List.copyOf(rankStates);
+    progress = List.copyOf(progress);
+  }
+
+  /** This diagnosis with the members' positions in the stuck groups. */
+  public Diagnosis withProgress(List<GroupProgress> groups) {
+    return new Diagnosis(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits,
+        stuck, rankStates, headline, recommendation, stuckSinceNs, groups);
   }
 
   /**

@@ -28,7 +28,8 @@ public final class HangAnalyzer {
     }
     List<Evidence> rankEvents = MemberClassifier.rankEvents(index, stuck);
     Diagnosis fromRecords = new VerdictRules(index, stuck).verdict(mismatches, rankEvents);
-    return atMostAsSureAsItsSources(ContextRules.apply(fromRecords, job), job);
+    Diagnosis d = atMostAsSureAsItsSources(ContextRules.apply(fromRecords, job), job);
+    return d.withProgress(GroupProgress.of(index, stuck, d.collective(), d.culpritRanks()));
   }
 
   /** The most a verdict may claim when no rank's own ring is in the evidence: log lines and counters alone. */

@@ -2,6 +2,7 @@ package dev.frdiag.analysis;
 
 import dev.frdiag.proto.v1.CollectiveRecord;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +19,10 @@ final class StuckOp {
    * two ranks, whose p2p seqs are per rank and cannot be matched: there the operation is one rank's op and its peer.
    */
   record Key(GroupKey group, long seq, boolean p2p, int owner) {}
+
+  /** Root causes first, then the oldest first: the order reports list stuck operations in. */
+  static final Comparator<StuckOp> ROOTS_FIRST = Comparator.comparing((StuckOp n) -> !n.isRoot())
+      .thenComparingLong(n -> n.firstCreatedNs).thenComparing(n -> n.group).thenComparingLong(n -> n.seq);
 
   final Key key;
   final GroupKey group;

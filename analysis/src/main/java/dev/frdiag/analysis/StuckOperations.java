@@ -174,7 +174,8 @@ final class StuckOperations {
     return c.getState() == CollectiveState.STARTED ? MemberState.WAITING : MemberState.ISSUED;
   }
 
-  private MemberState stateOf(int rank, GroupKey g, long seq, boolean p2p) {
+  /** Where {@code rank} is relative to operation (g, seq) by its own records and progress. */
+  MemberState stateOf(int rank, GroupKey g, long seq, boolean p2p) {
     RankIndex r = index.ranks.get(rank);
     if (r == null || r.evidence.isEmpty() && !r.evidence.answered()) {
       return MemberState.UNKNOWN;

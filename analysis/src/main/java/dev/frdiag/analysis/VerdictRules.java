@@ -339,8 +339,7 @@ final class VerdictRules {
   private Diagnosis diagnosis(Verdict verdict, Symptom symptom, List<Integer> culprits, StuckOp primary,
       double confidence, List<Evidence> evidence, String headline, String recommendation) {
     List<StuckCollective> stuckCollectives = stuck.all().stream()
-        .sorted(Comparator.comparing((StuckOp n) -> !n.isRoot()).thenComparingLong(n -> n.firstCreatedNs)
-            .thenComparing(n -> n.group).thenComparingLong(n -> n.seq))
+        .sorted(StuckOp.ROOTS_FIRST)
         .map(n -> new StuckCollective(n.ref, n.isRoot(), n.in(MemberState.DONE), n.in(MemberState.WAITING),
             n.in(MemberState.ISSUED), n.in(MemberState.NOT_ISSUED), n.in(MemberState.UNKNOWN),
             List.copyOf(n.blockedBy())))

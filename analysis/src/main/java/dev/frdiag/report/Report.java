@@ -7,6 +7,7 @@ import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.GroupProgress;
 import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
@@ -30,6 +31,8 @@ import java.util.TreeMap;
  * @param timeline what happened when, oldest first
  * @param scheduler where the job ran as its scheduler and launcher name it ("slurm.job_id", "kubernetes.pod",
  *     "torchelastic.restart_count"…), keys sorted; empty when unknown (offline reports, older reports)
+ * @param groupProgress where each member of the stuck groups stands around the stuck seq; empty in reports of
+ *     no hang and in reports written before it was added
  */
 // "exclude" is derived: written for readers, never read back into the record.
 @JsonIgnoreProperties(value = "exclude", allowGetters = true)
@@ -39,7 +42,9 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     List<Culprit> culprits, List<StuckCollective> stuckCollectives, List<Diagnosis.RankGroup> rankStates,
     String recommendation,
     // Left out of the JSON when empty: offline reports have no scheduler, and their documents stay as they were.
-    @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, String> scheduler) {
+    @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, String> scheduler,
+    // Left out when empty, like the scheduler: reports written before it existed read back unchanged.
+    @JsonInclude(JsonInclude.Include.NON_EMPTY) List<GroupProgress> groupProgress) {
 
   public static final String SCHEMA = "frdiag.report/v1";
 
@@ -70,6 +75,7 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     rankStates = rankStates == null ? List.of() : List.copyOf(rankStates);
     // Sorted, so the JSON and the text list the keys in one order.
     scheduler = scheduler == null ? Map.of() : Collections.unmodifiableMap(new TreeMap<>(scheduler));
+    groupProgress = groupProgress == null ? List.of() : List.copyOf(groupProgress);
   }
 
   /** One moment in an incident. */
@@ -133,6 +139,6 @@ public record Report(String schema, String reportId, String job, Verdict verdict
       List<TimelineEntry> timeline, Map<String, String> scheduler) {
     return new Report(SCHEMA, reportId, job, d.verdict(), d.symptom(), d.headline(), d.culpritRanks(),
         d.culpritHosts(), d.collective(), d.confidence(), d.evidence(), createdAt, trigger, timeline,
-        d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler);
+        d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler, d.progress());
   }
 }

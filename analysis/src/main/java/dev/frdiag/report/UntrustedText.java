@@ -41,6 +41,24 @@ public final class UntrustedText {
     return out.toString();
   }
 
+  /** Text for an HTML element or a quoted attribute: {@link #line} plus {@code & < > " '} as entities. */
+  public static String html(String s) {
+    String safe = line(s);
+    StringBuilder out = new StringBuilder(safe.length() + 16);
+    for (int i = 0; i < safe.length(); i++) {
+      char c = safe.charAt(i);
+      switch (c) {
+        case '&' -> out.append("&amp;");
+        case '<' -> out.append("&lt;");
+        case '>' -> out.append("&gt;");
+        case '"' -> out.append("&quot;");
+        case '\'' -> out.append("&#39;");
+        default -> out.append(c);
+      }
+    }
+    return out.toString();
+  }
+
   private static String escape(char c) {
     if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0)) {
       return String.format("\\x%02x", (int) c);

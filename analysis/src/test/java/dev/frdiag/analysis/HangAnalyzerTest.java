@@ -4,6 +4,7 @@ import static dev.frdiag.proto.v1.CollectiveState.COMPLETED;
 import static dev.frdiag.proto.v1.CollectiveState.SCHEDULED;
 import static dev.frdiag.proto.v1.CollectiveState.STARTED;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.Symptom;
@@ -150,6 +151,37 @@ class HangAnalyzerTest {
     assertThat(d.stuck().get(0).rootCause()).isTrue();
     assertThat(d.stuck().stream().filter(c -> c.collective().processGroup().equals("dpA")))
         .allSatisfy(c -> assertThat(c.rootCause()).isFalse());
+  }
+
+  @Test
+  void picturesWhereEachMemberStandsAroundTheStuckSeqRootCausesFirst() {
+    Snapshots s = healthySteps(job(), 3);
+    s.only("tp2", "_all_gather_base", STARTED, 4);
+    for (String tp : List.of("tp0", "tp1", "tp3")) {
+      s.all(tp, "_all_gather_base", COMPLETED);
+    }
+    s.only("dpA", "all_reduce", STARTED, 0, 2, 6).only("dpA", "all_reduce", SCHEDULED, 4);
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+
+    GroupProgress tp2 = d.progress().get(0);
+    assertThat(tp2.collective().label()).isEqualTo("tp2#4 _all_gather_base");
+    assertThat(tp2.rootCause()).isTrue();
+    assertThat(tp2.firstSeq()).isEqualTo(1);
+    assertThat(tp2.startsRecorded()).isTrue();
+    // Seqs 1..6: both completed 1-3; rank 4 started 4, rank 5 (the culprit) never issued it.
+    assertThat(tp2.rows()).extracting(GroupProgress.Row::ranks, GroupProgress.Row::cells, GroupProgress.Row::culprit)
+        .containsExactly(tuple(List.of(4), "CCCSNN", false), tuple(List.of(5), "CCCNNN", true));
+    GroupProgress dpA = d.progress().stream().filter(g -> g.collective().processGroup().equals("dpA")).findFirst()
+        .orElseThrow();
+    assertThat(dpA.rootCause()).isFalse();
+    assertThat(dpA.rows()).filteredOn(r -> r.ranks().contains(4)).singleElement()
+        .satisfies(r -> assertThat(r.cells().charAt((int) (dpA.collective().seq() - dpA.firstSeq()))).isEqualTo('I'));
+  }
+
+  @Test
+  void aJobWithNothingStuckHasNoPicture() {
+    Diagnosis d = HangAnalyzer.analyze(healthySteps(job(), 3).offline());
+    assertThat(d.progress()).isEmpty();
   }
 
   @Test

@@ -7,6 +7,7 @@ import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.GroupProgress;
 import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
@@ -50,7 +51,8 @@ class ReportJsonTest {
     Report r = everyField();
     Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
         r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
-        r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), Map.of());
+        r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), Map.of(),
+        r.groupProgress());
 
     assertThat(ReportJson.write(none)).doesNotContain("scheduler");
   }
@@ -131,7 +133,10 @@ class ReportJsonTest {
             new Diagnosis.RankGroup(Diagnosis.State.WAITING, "_all_gather_base #42 on tensor_parallel",
                 List.of(4, 6, 7))),
         "Rank 5 (node-b) never issued _all_gather_base (tp1 tensor_parallel, seq 42): CPU-side stall.",
-        "Inspect the culprit's Python stack.", 1_741_944_000_000_000_000L);
+        "Inspect the culprit's Python stack.", 1_741_944_000_000_000_000L)
+        .withProgress(List.of(new GroupProgress(tp, true, 39, true, List.of(
+            new GroupProgress.Row("node-a", List.of(4, 6, 7), "CCCSNN", false, false),
+            new GroupProgress.Row("node-b", List.of(5), "CCCNNN", false, true)))));
     List<Report.TimelineEntry> timeline = List.of(
         new Report.TimelineEntry("2025-03-14T09:20:00Z", "first divergence: tp1#42 _all_gather_base"),
         new Report.TimelineEntry("2025-03-14T09:26:53.5Z", "stall detected"),

@@ -2,6 +2,7 @@ package dev.frdiag.cli;
 
 import dev.frdiag.analysis.Ranks;
 import dev.frdiag.cli.analyze.AnalyzeCommand;
+import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.VersionProvider;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
@@ -12,21 +13,26 @@ import dev.frdiag.proto.v1.ListReportsRequest;
 import dev.frdiag.proto.v1.ListReportsResponse;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.ReportSummary;
-import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.report.Report;
-import dev.frdiag.report.UntrustedText;
+import dev.frdiag.report.ReportHtml;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
+import dev.frdiag.report.UntrustedText;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine;
 
 /** {@code fr-diagnose}: asks the daemon which rank diverged, on which collective, and why. */
 @Command(name = "fr-diagnose", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
@@ -51,6 +57,11 @@ public final class FrDiagnose implements Callable<Integer> {
   @Option(names = "--json", scope = CommandLine.ScopeType.INHERIT,
       description = "Print frdiag.report/v1 JSON instead of text.")
   boolean json;
+
+  @Option(names = "--html", paramLabel = "FILE", scope = CommandLine.ScopeType.INHERIT,
+      description = "Also write the report as one self-contained HTML page (grid of ranks × seqs, cascade, "
+          + "evidence, stacks) to FILE, to open in a browser or attach to a ticket.")
+  Path html;
 
   @Option(names = "--now", description = "Diagnose now even when a report is stored.")
   boolean now;
@@ -162,11 +173,38 @@ public final class FrDiagnose implements Callable<Integer> {
   }
 
   int print(ReportEnvelope envelope) {
+    return show(ReportJson.read(envelope.getReportJson()));
+  }
+
+  /**
+   * Prints {@code report} as text, or JSON with --json, and writes its page with --html; returns the exit code its
+   * verdict gives.
+   */
+  public int show(Report report) {
     PrintWriter out = spec.commandLine().getOut();
-    Report report = ReportJson.read(envelope.getReportJson());
     out.print(json ? ReportJson.write(report) + "\n" : ReportText.plain(report));
     out.flush();
+    if (html != null) {
+      writePage(report, html);
+      spec.commandLine().getErr().println("fr-diagnose: report page written to " + html.toAbsolutePath());
+    }
     return ExitCode.of(report.verdict());
+  }
+
+  /** Written beside the target and moved into place, so a reader never opens half a page. */
+  private static void writePage(Report report, Path file) {
+    Path dir = file.toAbsolutePath().getParent();
+    try {
+      Path tmp = Files.createTempFile(dir, ".frdiag-page", ".tmp");
+      try {
+        Files.writeString(tmp, ReportHtml.page(report), StandardCharsets.UTF_8);
+        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      } finally {
+        Files.deleteIfExists(tmp);
+      }
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot write the report page to " + file + ": " + e, e);
+    }
   }
 
   interface StubCall {

@@ -13,6 +13,7 @@ import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.daemon.watchdog.Watchdog;
+import dev.frdiag.daemon.web.WebServer;
 import dev.frdiag.daemon.wire.CollectorService;
 import dev.frdiag.daemon.wire.DiagnosisService;
 import dev.frdiag.proto.v1.CollectorConfig;
@@ -59,6 +60,8 @@ public final class Daemon implements AutoCloseable {
   private final DaemonMetrics metrics;
   private final HealthStatusManager health = new HealthStatusManager();
   private MetricsServer metricsServer;
+  private WebServer webServer;
+  private final AccessRules rules;
   private final ServerTls tls;
   private final AlertDispatcher alerts;
   private final Object lock = new Object();
@@ -99,7 +102,7 @@ public final class Daemon implements AutoCloseable {
     this.tls = security.tls() && givenTransport == null
         ? new ServerTls(security.tlsCert(), security.tlsKey(), security.tlsClientCa(), scheduler) : null;
     ServerBuilder<?> transport = givenTransport != null ? givenTransport : netty(settings, tls);
-    AccessRules rules = security.accessFile() == null ? null : new AccessRules(security.accessFile());
+    this.rules = security.accessFile() == null ? null : new AccessRules(security.accessFile());
     ServerInterceptor access = rules == null ? null : new AccessInterceptor(rules, metrics::accessDenied);
     if (rules == null && givenTransport == null) {
       log.info("no access file: every caller that reaches the port may stream for, read and diagnose any job");
@@ -168,14 +171,21 @@ public final class Daemon implements AutoCloseable {
         throw new UncheckedIOException((address == null ? "cannot start the server"
             : "cannot listen on " + settings.bindAddress() + ":" + settings.port()) + ": " + e.getMessage(), e);
       }
-      if (settings.metricsPort() >= 0) {
-        try {
+      try {
+        if (settings.metricsPort() >= 0) {
           metricsServer = new MetricsServer(metrics, settings.bindAddress(), settings.metricsPort(),
               tls == null ? null : tls.sslContext());
-        } catch (UncheckedIOException e) {
-          server.shutdownNow();
-          throw e;
         }
+        if (settings.webPort() >= 0) {
+          webServer = new WebServer(store, registry, rules, metrics::accessDenied, settings.bindAddress(),
+              settings.webPort(), tls == null ? null : tls.sslContext(), settings.security().tlsClientCa() != null);
+        }
+      } catch (UncheckedIOException e) {
+        server.shutdownNow();
+        if (metricsServer != null) {
+          metricsServer.close();
+        }
+        throw e;
       }
       watchdog.start();
       health.setStatus("", HealthCheckResponse.ServingStatus.SERVING);
@@ -184,9 +194,11 @@ public final class Daemon implements AutoCloseable {
       started = true;
     }
     String where = address == null ? server.getListenSockets().toString() : settings.bindAddress() + ":" + port();
-    log.info("frdiag daemon listening on {} data-dir={} stall-timeout={}s metrics={}", where,
+    String scheme = tls == null ? "http://" : "https://";
+    log.info("frdiag daemon listening on {} data-dir={} stall-timeout={}s metrics={} web={}", where,
         settings.dataDir().toAbsolutePath(), settings.stallTimeout().toMillis() / 1000.0,
-        metricsServer == null ? "off" : "http://" + settings.bindAddress() + ":" + metricsServer.port() + "/metrics");
+        metricsServer == null ? "off" : scheme + settings.bindAddress() + ":" + metricsServer.port() + "/metrics",
+        webServer == null ? "off" : scheme + settings.bindAddress() + ":" + webServer.port() + "/");
     return this;
   }
 
@@ -225,6 +237,17 @@ public final class Daemon implements AutoCloseable {
     return metricsServer == null ? -1 : metricsServer.port();
   }
 
+  /** The web view's port; -1 when it is not served. */
+  public int webPort() {
+    return webServer == null ? -1 : webServer.port();
+  }
+
+  /** The address of {@code report}'s page, or empty when the web view is not served. */
+  public java.util.Optional<String> pageOf(dev.frdiag.report.Report report) {
+    return webServer == null ? java.util.Optional.empty() : java.util.Optional.of((tls == null ? "http://"
+        : "https://") + settings.bindAddress() + ":" + webServer.port() + "/reports/" + report.reportId());
+  }
+
   /** The reports written so far and from earlier runs on the same data dir. */
   public ReportStore store() {
     return store;
@@ -248,6 +271,9 @@ public final class Daemon implements AutoCloseable {
     watchdog.close();
     if (metricsServer != null) {
       metricsServer.close();
+    }
+    if (webServer != null) {
+      webServer.close();
     }
     server.shutdown();
     try {

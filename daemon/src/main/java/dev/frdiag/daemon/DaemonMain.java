@@ -89,8 +89,12 @@ public final class DaemonMain implements Callable<Integer> {
       + "free port, -1 turns it off (default ${DEFAULT-VALUE}).")
   int metricsPort = DaemonSettings.DEFAULT_METRICS_PORT;
 
+  @Option(names = "--web-port", description = "Web view of jobs and reports on the bind address, behind the same "
+      + "TLS and access rules as gRPC; 0 picks a free port, -1 turns it off (default ${DEFAULT-VALUE}).")
+  int webPort = DaemonSettings.DEFAULT_WEB_PORT;
+
   @Option(names = "--tls-cert", paramLabel = "PEM", description = "The daemon's TLS certificate (PEM); with "
-      + "--tls-key turns TLS on for gRPC and metrics. Reloaded when the file changes.")
+      + "--tls-key turns TLS on for gRPC, metrics and the web view. Reloaded when the file changes.")
   Path tlsCert;
 
   @Option(names = "--tls-key", paramLabel = "PEM", description = "Private key of --tls-cert (PKCS#8 PEM).")
@@ -158,7 +162,7 @@ public final class DaemonMain implements Callable<Integer> {
               .maxContextBytesPerJob(maxContextBytes).jobIdleExpiry(jobIdleExpiry)
               .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
               .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
-              .build()).metricsPort(metricsPort)
+              .build()).metricsPort(metricsPort).webPort(webPort)
           .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure))
           .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)
               .filter(a -> !a.isEmpty()).map(AlertTarget::parse).toList()).build();
@@ -180,7 +184,8 @@ public final class DaemonMain implements Callable<Integer> {
     }, "frdiag-shutdown"));
     System.err.println("fr-daemon listening on " + bind + ":" + daemon.port() + ", reports in "
         + dataDir.toAbsolutePath() + (daemon.metricsPort() < 0 ? "" : ", metrics on " + bind + ":"
-        + daemon.metricsPort() + "/metrics") + " (Ctrl-C or SIGTERM to stop)");
+        + daemon.metricsPort() + "/metrics") + (daemon.webPort() < 0 ? "" : ", web view on " + bind + ":"
+        + daemon.webPort() + "/") + " (Ctrl-C or SIGTERM to stop)");
     stopped.await();
     return 0;
   }

@@ -27,10 +27,13 @@ import java.util.Objects;
  * @param alerts where reports are sent as they are written (default none)
  * @param metricsPort the Prometheus endpoint's port on the bind address: 0 picks a free one, -1 (the builder's
  *     default, for embedded daemons) serves none; {@code fr-daemon} serves it on {@value #DEFAULT_METRICS_PORT}
+ * @param webPort the web view's port on the bind address, as {@code metricsPort}; {@code fr-daemon} serves it on
+ *     {@value #DEFAULT_WEB_PORT}
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
-    int maxMessageBytes, int window, Limits limits, int metricsPort, Security security, List<AlertTarget> alerts) {
+    int maxMessageBytes, int window, Limits limits, int metricsPort, Security security, List<AlertTarget> alerts,
+    int webPort) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = 50551;
@@ -42,6 +45,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
   public static final int DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
   public static final int DEFAULT_WINDOW = 512;
   public static final int DEFAULT_METRICS_PORT = 9551;
+  public static final int DEFAULT_WEB_PORT = 9552;
 
   public DaemonSettings {
     Objects.requireNonNull(bindAddress, "bindAddress");
@@ -60,9 +64,8 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     if (maxMessageBytes < 64 * 1024) {
       throw new IllegalArgumentException("maxMessageBytes must be at least 64 KiB, got " + maxMessageBytes);
     }
-    if (metricsPort < -1 || metricsPort > 65_535) {
-      throw new IllegalArgumentException("metricsPort must be within -1..65535, got " + metricsPort);
-    }
+    optionalPort(metricsPort, "metricsPort");
+    optionalPort(webPort, "webPort");
     if (window < 1) {
       throw new IllegalArgumentException("window must be at least 1, got " + window);
     }
@@ -73,6 +76,13 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     Duration quarter = stallTimeout.dividedBy(4);
     return quarter.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
         : quarter.compareTo(Duration.ofMillis(50)) < 0 ? Duration.ofMillis(50) : quarter;
+  }
+
+  /** A port that may be off (-1) or picked by the system (0). */
+  private static void optionalPort(int port, String name) {
+    if (port < -1 || port > 65_535) {
+      throw new IllegalArgumentException(name + " must be within -1..65535, got " + port);
+    }
   }
 
   private static void positive(Duration d, String name) {
@@ -100,6 +110,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private int window = DEFAULT_WINDOW;
     private Limits limits = Limits.defaults();
     private int metricsPort = -1;
+    private int webPort = -1;
     private Security security = Security.none();
     private List<AlertTarget> alerts = List.of();
 
@@ -163,6 +174,11 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder webPort(int v) {
+      webPort = v;
+      return this;
+    }
+
     public Builder alerts(List<AlertTarget> v) {
       alerts = v;
       return this;
@@ -176,7 +192,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
-          window, limits, metricsPort, security, alerts);
+          window, limits, metricsPort, security, alerts, webPort);
     }
   }
 }

@@ -53,7 +53,7 @@ class DaemonMainTest {
   void theFileSetsOptionsTheCommandLineOverridesAndJsonLogsAreOneObjectPerLine() throws Exception {
     Path conf = dir.resolve("daemon.conf");
     // bind from the file would be refused (plaintext beyond loopback): the command line's wins.
-    Files.writeString(conf, "bind=0.0.0.0\nport=0\nmetrics-port=-1\nlog-format=json\ndata-dir="
+    Files.writeString(conf, "bind=0.0.0.0\nport=0\nmetrics-port=-1\nweb-port=-1\nlog-format=json\ndata-dir="
         + dir.resolve("data") + "\n");
     Process p = start("--config", conf.toString(), "--bind", "127.0.0.1", "--log-format", "json");
     try {

@@ -24,11 +24,12 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /**
  * {@code fr-demo}: an embedded daemon, simulated ranks streaming to it over real gRPC on loopback, an injected
@@ -72,6 +73,13 @@ public final class FrDemo implements Callable<Integer> {
 
   @Option(names = "--json", description = "Print the frdiag.report/v1 JSON instead of text.")
   boolean json;
+
+  @Option(names = "--web-port", defaultValue = "0", description = "Port of the report's web page on 127.0.0.1 "
+      + "(default: a free one; -1: no page).")
+  int webPort;
+
+  @Option(names = "--serve", description = "Keep serving the report's page after the diagnosis, until Ctrl-C.")
+  boolean serve;
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
@@ -123,7 +131,7 @@ public final class FrDemo implements Callable<Integer> {
         // Thousands of simulated ranks share 2 cores with the daemon: heartbeats can lag by seconds.
         .stallTimeout(stallTimeout).heartbeatTimeout(Duration.ofSeconds(Math.max(10, ranks / 64)))
         .snapshotDeadline(Duration.ofSeconds(Math.max(3, ranks / 128))).heartbeatInterval(Duration.ofMillis(500))
-        .window(Math.min(ring, 512)).build();
+        .window(Math.min(ring, 512)).webPort(webPort).build();
     try (Daemon daemon = new Daemon(settings).start()) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext()
           .maxInboundMessageSize(64 * 1024 * 1024).build();
@@ -158,6 +166,16 @@ public final class FrDemo implements Callable<Integer> {
           err.flush();
           out.print(json ? ReportJson.write(report) + "\n" : ReportText.plain(report));
           out.flush();
+          String page = daemon.pageOf(report).orElse(null);
+          if (page != null) {
+            err.printf("%n[demo] report page: %s%s%n", page, serve ? " (serving until Ctrl-C)"
+                : " (served while the demo runs; add --serve to keep it up)");
+            err.flush();
+          }
+          if (serve && page != null) {
+            sim.close();
+            new CountDownLatch(1).await();
+          }
           return ExitCode.NO_HANG;
         }
       } finally {

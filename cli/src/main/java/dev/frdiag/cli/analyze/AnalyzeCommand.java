@@ -18,7 +18,6 @@ import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import dev.frdiag.readers.pytorch.WatchdogLogReader;
 import dev.frdiag.report.Report;
-import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -206,7 +205,10 @@ public final class AnalyzeCommand implements Callable<Integer> {
         + "analysed %d ranks in %d ms", dumpFiles, logFiles, (read - started) / 1_000_000, input.ranks().size(),
         (analysed - read) / 1_000_000)));
     Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline);
-    out.print(parent != null && parent.json() ? ReportJson.write(report) + "\n" : ReportText.plain(report));
+    if (parent != null) {
+      return parent.show(report);
+    }
+    out.print(ReportText.plain(report));
     out.flush();
     return ExitCode.of(report.verdict());
   }

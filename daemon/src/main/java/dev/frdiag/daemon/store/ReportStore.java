@@ -329,6 +329,13 @@ public final class ReportStore {
     return writeErrors.get();
   }
 
+  /** The jobs with at least one stored report, sorted. */
+  public List<String> jobs() {
+    synchronized (lock) {
+      return byJob.entrySet().stream().filter(e -> !e.getValue().isEmpty()).map(Map.Entry::getKey).toList();
+    }
+  }
+
   /** Reports of {@code job}, newest first. */
   public List<Report> list(String job) {
     synchronized (lock) {

@@ -61,7 +61,7 @@ class DaemonCrashTest {
     Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xmx256m", "-cp", System.getProperty("java.class.path"), DaemonMain.class.getName(),
         "--bind", "127.0.0.1", "--port", "0", "--data-dir", dataDir.toString(), "--diagnose-interval", "1ms",
-        "--snapshot-deadline", "2s", "--metrics-port", "0").redirectErrorStream(true).start();
+        "--snapshot-deadline", "2s", "--metrics-port", "0", "--web-port", "0").redirectErrorStream(true).start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
     StringBuilder seen = new StringBuilder();
     String line;

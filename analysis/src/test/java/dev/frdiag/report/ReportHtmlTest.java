@@ -1,0 +1,100 @@
+package dev.frdiag.report;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.frdiag.analysis.CollectiveRef;
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.GroupProgress;
+import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.proto.v1.Verdict;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+class ReportHtmlTest {
+  private static final Pattern DRAWN_ROW = Pattern.compile("<tr class=\"row[^\"]*\"");
+
+  /** A 4,096-rank job on 512 hosts of 8 ranks: every rank waits in seq 100 except rank 1234, which never issued. */
+  static Report largeJob(String op) {
+    CollectiveRef ref = new CollectiveRef("0", "default_pg", 100, false, op, "");
+    List<GroupProgress.Row> rows = new ArrayList<>();
+    for (int host = 0; host < 512; host++) {
+      List<Integer> waiting = new ArrayList<>();
+      for (int rank = host * 8; rank < host * 8 + 8; rank++) {
+        if (rank != 1234) {
+          waiting.add(rank);
+        }
+      }
+      String name = String.format("node%03d", host);
+      rows.add(new GroupProgress.Row(name, waiting, "CCCSNN", false, false));
+      if (host == 154) {
+        rows.add(new GroupProgress.Row(name, List.of(1234), "CCCNNN", false, true));
+      }
+    }
+    Diagnosis d = new Diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(1234), List.of("node154"), ref, 0.95,
+        List.of(new Evidence(Evidence.Kind.NOT_ISSUED, List.of(1234), "Rank 1234 never issued 0#100 " + op)),
+        List.of(), List.of(), List.of(), "Rank 1234 (node154) never issued " + op + ": CPU-side stall.",
+        "Inspect the culprit's Python stack.", 0)
+        .withProgress(List.of(new GroupProgress(ref, true, 97, true, rows)));
+    return Report.of("big-000001", "big", Report.Trigger.STALL, Instant.parse("2026-11-25T10:00:00Z"), d, List.of(),
+        Map.of());
+  }
+
+  @Test
+  void aGridOf4096RanksDrawsThreeRowsWithTheCulpritsOwnAndOpensIntoItsHosts() {
+    String html = ReportHtml.page(largeJob("all_reduce"));
+
+    Matcher m = DRAWN_ROW.matcher(html);
+    int drawn = 0;
+    while (m.find()) {
+      drawn++;
+    }
+    assertThat(drawn).as("hosts before the culprit, the culprit, hosts after it").isEqualTo(3);
+    assertThat(html).contains("data-culprit=\"true\"").contains("node000 … node154").contains("node155 … node511");
+    assertThat(html.split("data-part-of=\"g0r0\"", -1)).hasSize(155 + 1);
+    assertThat(html).contains("data-ranks=\"1239\"");
+  }
+
+  @Test
+  void theVerdictComesFirstAndTheStuckSeqIsMarked() {
+    String html = ReportHtml.page(largeJob("all_reduce"));
+    assertThat(html.indexOf("id=\"headline\"")).isLessThan(html.indexOf("class=\"grid\""));
+    assertThat(html).contains("<th class=\"seq stuck\">100</th>");
+  }
+
+  @Test
+  void textFromRanksIsEscapedNotMarkup() {
+    String html = ReportHtml.page(largeJob("<script>alert(1)</script>\u001b[2J"));
+    assertThat(html).doesNotContain("<script>alert(1)").contains("&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J");
+    // The page's own script is the only one, and it fetches nothing.
+    assertThat(html.split("<script>", -1)).hasSize(2);
+    assertThat(html).doesNotContain("http://").doesNotContain("https://");
+  }
+
+  @Test
+  void aReportWithoutAPictureStillReadsWell() {
+    Report r = ReportJsonTest.everyField();
+    Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
+        r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
+        r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), r.scheduler(),
+        List.of());
+    String html = ReportHtml.page(none);
+    assertThat(html).doesNotContain("class=\"grid\"").contains("id=\"cascade\"").contains("Inspect the culprit");
+  }
+
+  @Test
+  void collapsingNeverMergesACulpritOrALostRank() {
+    List<GroupProgress.Row> rows = List.of(
+        new GroupProgress.Row("a", List.of(0), "CS", false, false),
+        new GroupProgress.Row("b", List.of(1), "CS", false, false),
+        new GroupProgress.Row("b", List.of(2), "CS", false, true),
+        new GroupProgress.Row("c", List.of(3), "CS", true, false),
+        new GroupProgress.Row("d", List.of(4), "CS", false, false));
+    assertThat(ReportHtml.collapse(rows)).extracting(List::size).containsExactly(2, 1, 1, 1);
+  }
+}
