@@ -237,14 +237,19 @@ class SecurityTest {
       new RankConnection(channel(WRITER_A, null)).send(hello("a", 0, 1)).next();
       assertThat(status(channel(newcomer, null), "a").getRanksConnected()).isEqualTo(1);
 
+      // The daemon's threads keep logging while this reads: read a copy, taken under the appender's own lock.
+      List<ILoggingEvent> seen;
+      synchronized (logged) {
+        seen = new java.util.ArrayList<>(logged.list);
+      }
       for (String token : List.of(WRITER_A, READER_A, OPERATOR_A, WRITER_B, newcomer, "not-a-known-token")) {
         // Everything of frdiag's, at any level, and everything at the levels the daemon's log configuration lets
         // out (its Netty and gRPC loggers, whose frame dumps show headers at DEBUG, are pinned to WARN there).
-        assertThat(logged.list).filteredOn(e -> e.getLoggerName().startsWith("dev.frdiag")
+        assertThat(seen).filteredOn(e -> e.getLoggerName().startsWith("dev.frdiag")
                 || e.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.INFO))
             .noneSatisfy(e -> assertThat(e.getFormattedMessage()).contains(token));
       }
-      assertThat(logged.list).anySatisfy(e -> assertThat(e.getFormattedMessage()).contains("access file")
+      assertThat(seen).anySatisfy(e -> assertThat(e.getFormattedMessage()).contains("access file")
           .contains("reloaded"));
     } finally {
       root.detachAppender(logged);
