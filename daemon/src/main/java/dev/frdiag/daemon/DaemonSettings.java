@@ -56,11 +56,11 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     if (port < 0 || port > 65_535) {
       throw new IllegalArgumentException("port must be within 0..65535, got " + port);
     }
-    positive(stallTimeout, "stallTimeout");
-    positive(heartbeatTimeout, "heartbeatTimeout");
-    positive(lostGrace, "lostGrace");
-    positive(snapshotDeadline, "snapshotDeadline");
-    positive(heartbeatInterval, "heartbeatInterval");
+    Limits.positive(stallTimeout, "stallTimeout");
+    Limits.positive(heartbeatTimeout, "heartbeatTimeout");
+    Limits.positive(lostGrace, "lostGrace");
+    Limits.positive(snapshotDeadline, "snapshotDeadline");
+    Limits.positive(heartbeatInterval, "heartbeatInterval");
     if (maxMessageBytes < 64 * 1024) {
       throw new IllegalArgumentException("maxMessageBytes must be at least 64 KiB, got " + maxMessageBytes);
     }
@@ -82,13 +82,6 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
   private static void optionalPort(int port, String name) {
     if (port < -1 || port > 65_535) {
       throw new IllegalArgumentException(name + " must be within -1..65535, got " + port);
-    }
-  }
-
-  private static void positive(Duration d, String name) {
-    Objects.requireNonNull(d, name);
-    if (d.isNegative() || d.isZero()) {
-      throw new IllegalArgumentException(name + " must be positive, got " + d);
     }
   }
 

@@ -67,7 +67,8 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
     }
   }
 
-  private static void positive(Duration d, String name) {
+  /** Every duration setting of the daemon, here and in {@link DaemonSettings}, is checked the same way. */
+  static void positive(Duration d, String name) {
     Objects.requireNonNull(d, name);
     if (d.isNegative() || d.isZero()) {
       throw new IllegalArgumentException(name + " must be positive, got " + d);
