@@ -24,7 +24,7 @@ import java.util.TreeSet;
  * whether the daemon serves it or {@code fr-diagnose} writes it to a file for a ticket: the verdict first, then a
  * grid of ranks × seqs per stuck group, the cascade, the evidence, the culprits' stacks and the timeline.
  *
- * <p>The grid stays one screen high at any job size: members with the same cells on consecutive hosts share one
+ * <p>The grid stays short however many ranks there are: members with the same cells on consecutive hosts share one
  * row, with a count, and a button opens it into its hosts. The culprits' rows are never merged.
  */
 public final class ReportHtml {
