@@ -29,6 +29,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -332,7 +333,10 @@ public final class NodeAgent implements AutoCloseable {
       log.warn("gathering this node's context failed: {}", e.toString());
       return;
     }
-    node = node.toBuilder().addAllRanks(ranks.keySet()).build();
+    // The ranks this agent serves, and any other its node's NCCL log placed here, each once.
+    Set<Integer> onNode = new TreeSet<>(node.getRanksList());
+    onNode.addAll(ranks.keySet());
+    node = node.toBuilder().clearRanks().addAllRanks(onNode).build();
     contextStub.withDeadlineAfter(10, TimeUnit.SECONDS).reportContext(node, new StreamObserver<>() {
       @Override
       public void onNext(ContextAck ack) {

@@ -2,6 +2,7 @@ package dev.frdiag.agent;
 
 import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.proto.v1.ContextFinding;
+import dev.frdiag.proto.v1.NicBinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.ContextFindings;
 import dev.frdiag.readers.ib.IbSnapshot;
@@ -16,7 +17,9 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import org.slf4j.Logger;
@@ -99,6 +102,8 @@ final class NodeContextCollector {
     Instant since = now.minus(lookback);
     NodeContext.Builder node = NodeContext.newBuilder().setJobId(jobId).setHostname(hostname)
         .setObservedAtNs(now.toEpochMilli() * 1_000_000);
+    List<NicBinding> ibPorts = List.of();
+    List<NicBinding> gpuBindings = new ArrayList<>();
     if (reader != null && !history.isEmpty()) {
       IbSnapshot before = history.peekFirst();
       for (IbSnapshot s : history) {
@@ -106,7 +111,9 @@ final class NodeContextCollector {
           before = s;
         }
       }
-      node.addAllFindings(ContextFindings.fromIb(IbWindow.between(before, reader.snapshot()), hostname));
+      IbSnapshot latest = reader.snapshot();
+      node.addAllFindings(ContextFindings.fromIb(IbWindow.between(before, latest), hostname));
+      ibPorts = ContextFindings.ports(latest);
     }
     if (probes != null) {
       for (ContextFinding f : probes.latest()) {
@@ -122,6 +129,15 @@ final class NodeContextCollector {
       }
       try {
         NcclLog parsed = NcclLogParser.create().parse(file);
+        Map<String, List<NicBinding>> bound = ContextFindings.bindings(parsed);
+        // A node's log names its own host; a log that names one other spelling of it (a short name) is still ours.
+        List<NicBinding> ours = bound.getOrDefault(hostname,
+            bound.size() == 1 ? bound.values().iterator().next() : List.of());
+        for (NicBinding b : ours) {
+          if (gpuBindings.stream().noneMatch(x -> x.getRank() == b.getRank() && x.getNic().equals(b.getNic()))) {
+            gpuBindings.add(b);
+          }
+        }
         for (List<ContextFinding> findings : ContextFindings.fromNccl(parsed).values()) {
           for (ContextFinding f : findings) {
             node.addFindings(f.getHost().isEmpty() ? f.toBuilder().setHost(hostname).build() : f);
@@ -129,6 +145,14 @@ final class NodeContextCollector {
         }
       } catch (IOException e) {
         log.debug("{}: {}", file, e.getMessage());
+      }
+    }
+    node.addAllNics(gpuBindings);
+    node.addAllRanks(gpuBindings.stream().filter(b -> b.getRank() >= 0).map(NicBinding::getRank).distinct()
+        .toList());
+    for (NicBinding port : ibPorts) {
+      if (gpuBindings.stream().noneMatch(b -> b.getNic().equals(port.getNic()) && b.getPort() == port.getPort())) {
+        node.addNics(port);
       }
     }
     return node.build();

@@ -22,11 +22,13 @@ import java.util.Objects;
  * @param recommendation what to do next
  * @param stuckSinceNs epoch ns when the first member issued the stuck collective; 0 when unknown
  * @param progress where each member of the stuck groups stands around the stuck seq, root causes first
+ * @param fabric for a network verdict, the hosts, GPUs, NICs and ports involved and the findings on each; null
+ *     otherwise
  */
 public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritRanks, List<String> culpritHosts,
     CollectiveRef collective, double confidence, List<Evidence> evidence, List<Culprit> culprits,
     List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation,
-    long stuckSinceNs, List<GroupProgress> progress) {
+    long stuckSinceNs, List<GroupProgress> progress, FabricMap fabric) {
 
   /** A diagnosis without the members' positions (the rules' own result, before they are added). */
   public Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritRanks, List<String> culpritHosts,
@@ -34,7 +36,7 @@ public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritR
       List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation,
       long stuckSinceNs) {
     this(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits, stuck,
-        rankStates, headline, recommendation, stuckSinceNs, List.of());
+        rankStates, headline, recommendation, stuckSinceNs, List.of(), null);
   }
 
   public Diagnosis {
@@ -53,7 +55,13 @@ public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritR
   /** This diagnosis with the members' positions in the stuck groups. */
   public Diagnosis withProgress(List<GroupProgress> groups) {
     return new Diagnosis(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits,
-        stuck, rankStates, headline, recommendation, stuckSinceNs, groups);
+        stuck, rankStates, headline, recommendation, stuckSinceNs, groups, fabric);
+  }
+
+  /** This diagnosis with the picture of where its network verdict sits (null for none). */
+  public Diagnosis withFabric(FabricMap map) {
+    return new Diagnosis(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits,
+        stuck, rankStates, headline, recommendation, stuckSinceNs, progress, map);
   }
 
   /**

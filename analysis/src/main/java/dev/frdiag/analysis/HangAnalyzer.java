@@ -29,7 +29,8 @@ public final class HangAnalyzer {
     List<Evidence> rankEvents = MemberClassifier.rankEvents(index, stuck);
     Diagnosis fromRecords = new VerdictRules(index, stuck).verdict(mismatches, rankEvents);
     Diagnosis d = atMostAsSureAsItsSources(ContextRules.apply(fromRecords, job), job);
-    return d.withProgress(GroupProgress.of(index, stuck, d.collective(), d.culpritRanks()));
+    return d.withProgress(GroupProgress.of(index, stuck, d.collective(), d.culpritRanks()))
+        .withFabric(FabricMap.of(job, d));
   }
 
   /** The most a verdict may claim when no rank's own ring is in the evidence: log lines and counters alone. */

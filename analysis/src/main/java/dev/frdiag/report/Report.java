@@ -7,6 +7,7 @@ import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.FabricMap;
 import dev.frdiag.analysis.GroupProgress;
 import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
@@ -33,6 +34,8 @@ import java.util.TreeMap;
  *     "torchelastic.restart_count"…), keys sorted; empty when unknown (offline reports, older reports)
  * @param groupProgress where each member of the stuck groups stands around the stuck seq; empty in reports of
  *     no hang and in reports written before it was added
+ * @param fabric for a network verdict ({@code NODE_NETWORK}, {@code FABRIC}), the hosts, GPUs, NICs and ports
+ *     involved with the findings on each; null (left out of the JSON) otherwise
  */
 // "exclude" is derived: written for readers, never read back into the record.
 @JsonIgnoreProperties(value = "exclude", allowGetters = true)
@@ -44,7 +47,8 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     // Left out of the JSON when empty: offline reports have no scheduler, and their documents stay as they were.
     @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, String> scheduler,
     // Left out when empty, like the scheduler: reports written before it existed read back unchanged.
-    @JsonInclude(JsonInclude.Include.NON_EMPTY) List<GroupProgress> groupProgress) {
+    @JsonInclude(JsonInclude.Include.NON_EMPTY) List<GroupProgress> groupProgress,
+    @JsonInclude(JsonInclude.Include.NON_NULL) FabricMap fabric) {
 
   public static final String SCHEMA = "frdiag.report/v1";
 
@@ -139,6 +143,6 @@ public record Report(String schema, String reportId, String job, Verdict verdict
       List<TimelineEntry> timeline, Map<String, String> scheduler) {
     return new Report(SCHEMA, reportId, job, d.verdict(), d.symptom(), d.headline(), d.culpritRanks(),
         d.culpritHosts(), d.collective(), d.confidence(), d.evidence(), createdAt, trigger, timeline,
-        d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler, d.progress());
+        d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler, d.progress(), d.fabric());
   }
 }

@@ -22,7 +22,8 @@ import java.util.TreeSet;
 /**
  * Renders a {@link Report} as one self-contained HTML page (inline CSS, script and SVG, nothing fetched), the same
  * whether the daemon serves it or {@code fr-diagnose} writes it to a file for a ticket: the verdict first, then a
- * grid of ranks × seqs per stuck group, the cascade, the evidence, the culprits' stacks and the timeline.
+ * grid of ranks × seqs per stuck group, the cascade, the evidence, the culprits' stacks and the timeline; for a
+ * network verdict, the hosts, GPUs, NICs and ports involved ({@link FabricPicture}).
  *
  * <p>The grid stays short however many ranks there are: members with the same cells on consecutive hosts share one
  * row, with a count, and a button opens it into its hosts. The culprits' rows are never merged.
@@ -47,6 +48,7 @@ public final class ReportHtml {
         .append(r.symptom()).append("</span> confidence ").append(String.format(Locale.ROOT, "%.2f", r.confidence()))
         .append("</p></header>");
     summary(b, r);
+    FabricPicture.draw(b, r.fabric());
     for (int i = 0; i < r.groupProgress().size(); i++) {
       grid(b, r.groupProgress().get(i), i);
     }
@@ -327,14 +329,48 @@ public final class ReportHtml {
         }
       }
       for (Culprit c : r.culprits()) {
-        if (ranks.contains(c.rank()) && !c.lastOp().isEmpty()) {
+        if (!ranks.contains(c.rank())) {
+          continue;
+        }
+        if (!c.records().isEmpty()) {
+          b.append("<p class=\"sub\">rank ").append(c.rank()).append("'s own records:</p><pre class=\"records\">");
+          c.records().forEach(line -> b.append(h(line)).append('\n'));
+          b.append("</pre>");
+        } else if (!c.lastOp().isEmpty()) {
           b.append("<p>rank ").append(c.rank()).append(" newest record: <code>").append(h(c.lastOp()))
               .append("</code></p>");
         }
       }
+      String[] quoted = quotedLine(e.detail());
+      if (quoted != null) {
+        b.append("<p class=\"sub\">the line").append(quoted[1].isEmpty() ? "" : ", read from <code>" + h(quoted[1])
+            + "</code>").append(":</p><pre class=\"line\">").append(h(quoted[0])).append("</pre>");
+      }
       b.append("</div></details>");
     }
     b.append("</div></section>");
+  }
+
+  /**
+   * The log line a node finding's evidence quotes and where it was read: {@code …: "the line" [file.log:31]} gives
+   * {the line, file.log:31}; null when the detail quotes none.
+   */
+  static String[] quotedLine(String detail) {
+    int open = detail.indexOf(": \"");
+    if (open < 0) {
+      return null;
+    }
+    String source = "";
+    int end = detail.length();
+    if (detail.endsWith("]")) {
+      int bracket = detail.lastIndexOf(" [");
+      if (bracket > open) {
+        source = detail.substring(bracket + 2, detail.length() - 1);
+        end = bracket;
+      }
+    }
+    int close = detail.lastIndexOf('"', end - 1);
+    return close > open + 3 ? new String[] {detail.substring(open + 3, close), source} : null;
   }
 
   private static void culprits(StringBuilder b, List<Culprit> culprits) {
@@ -347,6 +383,11 @@ public final class ReportHtml {
           .append(k.rank()).append("</b> on ").append(h(k.host()))
           .append(k.pid() > 0 ? " · pid " + k.pid() : "").append(k.cudaDevice() >= 0 ? " · cuda:" + k.cudaDevice() : "")
           .append(k.lastOp().isEmpty() ? "" : " · newest record <code>" + h(k.lastOp()) + "</code>").append("</p>");
+      if (!k.records().isEmpty()) {
+        b.append("<details><summary>its records (").append(k.records().size()).append(")</summary><pre class=\"records\">");
+        k.records().forEach(line -> b.append(h(line)).append('\n'));
+        b.append("</pre></details>");
+      }
       if (!k.stack().isEmpty()) {
         b.append("<pre class=\"stack\">");
         k.stack().forEach(frame -> b.append("at ").append(h(frame)).append('\n'));
@@ -423,6 +464,11 @@ public final class ReportHtml {
       .legend{font-size:12px;color:#444}.legend span{margin-right:14px;white-space:nowrap}.legend .cell{width:14px;height:12px;vertical-align:middle}
       svg.cascade rect{fill:#fff;stroke:#78909c}svg.cascade .root rect{fill:#ffebee;stroke:#d32f2f}
       svg.cascade text{font:12px ui-monospace,monospace;fill:#1d1d1f}
+      svg.fabric rect{fill:#fff;stroke:#90a4ae}svg.fabric line{stroke:#90a4ae}svg.fabric line.dashed{stroke:#d32f2f;stroke-dasharray:4 3}
+      svg.fabric .failing rect{fill:#ffcdd2;stroke:#d32f2f}svg.fabric .quiet rect{fill:#c8e6c9;stroke:#388e3c}
+      svg.fabric .culprit rect{stroke:#d32f2f;stroke-width:3}svg.fabric text{font:12px ui-monospace,monospace;fill:#1d1d1f}
+      svg.fabric text.dim{fill:#666}svg.fabric text.peer{fill:#b71c1c}
+      .key.failing{background:#ffcdd2;border-color:#d32f2f}.key.quiet{background:#c8e6c9;border-color:#388e3c}.key.culprit{background:#fff;border:3px solid #d32f2f}
       details.evidence{margin:3px 0}details.evidence summary{cursor:pointer}
       .kind{font-family:ui-monospace,monospace;font-size:12px;background:#eceff1;padding:0 5px;border-radius:3px}
       .raw{margin:4px 0 8px 18px}pre{background:#f5f5f5;padding:6px 8px;overflow:auto;font-size:12px;margin:4px 0}

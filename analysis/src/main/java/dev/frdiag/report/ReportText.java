@@ -4,6 +4,7 @@ import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.FabricMap;
 import dev.frdiag.analysis.Ranks;
 import java.time.Duration;
 import java.time.Instant;
@@ -11,7 +12,10 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /** Renders a {@link Report} for people: plain text for the terminal, or Markdown for the report file. */
 public final class ReportText {
@@ -82,6 +86,9 @@ public final class ReportText {
         item(sb, md, "[" + e.kind().wire() + "] " + e.detail());
       }
     }
+    if (r.fabric() != null) {
+      network(sb, md, r.fabric());
+    }
     if (!r.rankStates().isEmpty()) {
       section(sb, md, "Where every rank is");
       for (Diagnosis.RankGroup g : r.rankStates()) {
@@ -103,6 +110,50 @@ public final class ReportText {
     section(sb, md, "Recommended action");
     sb.append(md ? "" : "  ").append(safe(md, r.recommendation())).append('\n');
     return sb.toString();
+  }
+
+  /** Each marked part of the network picture as one path, host → GPU → NIC → port, with what marks it. */
+  private static void network(StringBuilder sb, boolean md, FabricMap map) {
+    List<String> lines = new ArrayList<>();
+    for (FabricMap.Host h : map.hosts()) {
+      if (!h.marks().isEmpty()) {
+        lines.add(h.name() + ": " + kinds(h.marks()));
+      }
+      for (FabricMap.Gpu g : h.gpus()) {
+        if (!g.marks().isEmpty()) {
+          lines.add(h.name() + " → " + (g.rank() >= 0 ? "rank " + g.rank() : "GPU")
+              + (g.device() >= 0 ? " (cuda:" + g.device() + ")" : "") + (g.nic().isEmpty() ? "" : " → " + g.nic())
+              + ": " + kinds(g.marks()));
+        }
+      }
+      for (FabricMap.Nic n : h.nics()) {
+        String users = h.gpus().stream().filter(g -> g.nic().equals(n.name()) && g.rank() >= 0)
+            .map(g -> "rank " + g.rank()).reduce((a, b) -> a + ", " + b).map(u -> " (" + u + ")").orElse("");
+        if (!n.marks().isEmpty()) {
+          lines.add(h.name() + " → " + n.name() + users + ": " + kinds(n.marks()));
+        }
+        for (FabricMap.Port p : n.ports()) {
+          if (p.marks().stream().anyMatch(FabricMap.Mark::failing)) {
+            lines.add(h.name() + " → " + n.name() + users + " → port " + p.number() + ": " + kinds(p.marks()));
+          }
+        }
+      }
+    }
+    if (lines.isEmpty()) {
+      return;
+    }
+    section(sb, md, "Network (host → GPU → NIC → port)");
+    lines.forEach(l -> item(sb, md, l));
+  }
+
+  private static String kinds(List<FabricMap.Mark> marks) {
+    Map<String, Integer> count = new LinkedHashMap<>();
+    // A peer's address without its port ("10.0.35.1<49189>"): one peer host, however many connections failed.
+    marks.forEach(m -> count.merge(m.kind().wire() + (m.peer().isEmpty() ? ""
+        : " to peer " + m.peer().replaceFirst("<.*", "")), 1, Integer::sum));
+    List<String> out = new ArrayList<>();
+    count.forEach((k, n) -> out.add(n == 1 ? k : k + " ×" + n));
+    return String.join(", ", out);
   }
 
   private static Instant parse(String iso) {

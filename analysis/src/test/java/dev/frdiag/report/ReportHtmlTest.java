@@ -82,7 +82,7 @@ class ReportHtmlTest {
     Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
         r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
         r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), r.scheduler(),
-        List.of());
+        List.of(), null);
     String html = ReportHtml.page(none);
     assertThat(html).doesNotContain("class=\"grid\"").contains("id=\"cascade\"").contains("Inspect the culprit");
   }
@@ -96,5 +96,30 @@ class ReportHtmlTest {
         new GroupProgress.Row("c", List.of(3), "CS", true, false),
         new GroupProgress.Row("d", List.of(4), "CS", false, false));
     assertThat(ReportHtml.collapse(rows)).extracting(List::size).containsExactly(2, 1, 1, 1);
+  }
+  @Test
+  void aNetworkVerdictPicturesItsHostsWithTheFailingPortMarkedAndItsFindingsListed() {
+    String html = ReportHtml.page(ReportJsonTest.everyField());
+
+    assertThat(html.indexOf("id=\"headline\"")).isLessThan(html.indexOf("id=\"fabric\""));
+    assertThat(html).contains("<g class=\"port failing\">").contains("<g class=\"gpu culprit\" data-culprit=\"true\">")
+        .contains("<g class=\"host failing culprit\">")
+        .contains("peer 10.0.0.7&lt;5432&gt;")
+        .contains("3 more hosts with no finding not drawn")
+        .contains("infiniband/mlx5_1/ports/1/link_downed");
+    // The picture's text is the nodes': escaped like every other text.
+    assertThat(html.split("<script>", -1)).hasSize(2);
+  }
+
+  @Test
+  void evidenceOpensToTheCulpritsOwnRecordsAndToTheLineItQuotes() {
+    String html = ReportHtml.page(ReportJsonTest.everyField());
+
+    assertThat(html).contains("rank 5's own records:</p><pre class=\"records\">record 812: pg tp1 #41 "
+        + "_all_gather_base completed");
+    assertThat(ReportHtml.quotedLine("node-a: local protection error: \"node-a:1:1 [0] NCCL WARN \"x\" y\" [n.log:31]"))
+        .containsExactly("node-a:1:1 [0] NCCL WARN \"x\" y", "n.log:31");
+    assertThat(ReportHtml.quotedLine("status 12: \"the line\"")).containsExactly("the line", "");
+    assertThat(ReportHtml.quotedLine("Ranks 0-3 wait for rank 4")).isNull();
   }
 }

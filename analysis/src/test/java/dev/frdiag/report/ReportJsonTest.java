@@ -7,6 +7,7 @@ import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.FabricMap;
 import dev.frdiag.analysis.GroupProgress;
 import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
@@ -52,7 +53,7 @@ class ReportJsonTest {
     Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
         r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
         r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), Map.of(),
-        r.groupProgress());
+        r.groupProgress(), r.fabric());
 
     assertThat(ReportJson.write(none)).doesNotContain("scheduler");
   }
@@ -119,7 +120,9 @@ class ReportJsonTest {
     Diagnosis d = new Diagnosis(Verdict.HANG, Symptom.CPU_STALL, List.of(5), List.of("node-b"), tp, 0.9,
         evidence,
         List.of(new Culprit(5, "node-b", 4711, 1, "tp1#41 _all_gather_base (completed)",
-            List.of("wait_for_batch (loader.py:88)", "train_step (train.py:120)"))),
+            List.of("wait_for_batch (loader.py:88)", "train_step (train.py:120)"),
+            List.of("record 812: pg tp1 #41 _all_gather_base completed, in [4096] BFloat16, out [32768] BFloat16, "
+                + "created 2025-03-14T09:19:59Z, started +0.2 ms, completed +3.1 ms"))),
         List.of(
             new StuckCollective(tp, true, List.of(), List.of(4, 6, 7), List.of(), List.of(5), List.of(),
                 List.of()),
@@ -136,7 +139,14 @@ class ReportJsonTest {
         "Inspect the culprit's Python stack.", 1_741_944_000_000_000_000L)
         .withProgress(List.of(new GroupProgress(tp, true, 39, true, List.of(
             new GroupProgress.Row("node-a", List.of(4, 6, 7), "CCCSNN", false, false),
-            new GroupProgress.Row("node-b", List.of(5), "CCCNNN", false, true)))));
+            new GroupProgress.Row("node-b", List.of(5), "CCCNNN", false, true)))))
+        .withFabric(new FabricMap(List.of(new FabricMap.Host("node-b", true,
+            List.of(new FabricMap.Gpu(5, 1, "1b000", "mlx5_1", true, List.of())),
+            List.of(new FabricMap.Nic("mlx5_1", List.of(new FabricMap.Port(1, List.of(new FabricMap.Mark(
+                Evidence.Kind.LINK_FAULT, "mlx5_1:1 link went down: link_downed 0 -> 1 (+1) in 30 s",
+                "infiniband/mlx5_1/ports/1/link_downed", "")))), List.of())),
+            List.of(new FabricMap.Mark(Evidence.Kind.DEAD_PEER, "connection closed by remote peer",
+                "nccl.log:12", "10.0.0.7<5432>")))), 3));
     List<Report.TimelineEntry> timeline = List.of(
         new Report.TimelineEntry("2025-03-14T09:20:00Z", "first divergence: tp1#42 _all_gather_base"),
         new Report.TimelineEntry("2025-03-14T09:26:53.5Z", "stall detected"),

@@ -63,6 +63,10 @@ class ReportPageBrowserTest {
               .every(td => getComputedStyle(td).outlineStyle === 'solid') : false,
           visibleParts: document.querySelectorAll('tr.part:not([hidden])').length,
           gridHeight: grid ? grid.getBoundingClientRect().height : 0,
+          fabricParts: document.querySelectorAll('svg.fabric g').length,
+          fabricFailingFills: Array.from(document.querySelectorAll('svg.fabric g.failing rect'))
+              .map(r => getComputedStyle(r).fill),
+          evidenceRaw: document.querySelectorAll('details.evidence .raw pre').length,
           loadMs: performance.getEntriesByType('navigation')[0].loadEventEnd
         };""");
   }
@@ -94,6 +98,17 @@ class ReportPageBrowserTest {
       } else {
         assertThat(page.path("culpritRows").asInt()).isPositive();
         assertThat(page.path("culpritCellsOutlined").asBoolean()).isTrue();
+      }
+      // Each fact opens to what it rests on: the culprits' records or the log line and counters it quotes.
+      assertThat(page.path("evidenceRaw").asInt()).isPositive();
+      if (fault.equals("fabric")) {
+        // The network picture: the port whose link went down, drawn red.
+        assertThat(report.fabric()).isNotNull();
+        assertThat(page.path("fabricParts").asInt()).isGreaterThan(8);
+        assertThat(page.path("fabricFailingFills")).isNotEmpty()
+            .allSatisfy(fill -> assertThat(fill.asText()).isEqualTo("rgb(255, 205, 210)"));
+      } else {
+        assertThat(page.path("fabricParts").asInt()).isZero();
       }
     }
   }

@@ -103,6 +103,8 @@ final class MessageValidator {
   }
 
   static final int MAX_FINDINGS = 1000;
+  /** A node has a few dozen GPUs and NIC ports at most; more is a broken or hostile agent. */
+  static final int MAX_BINDINGS = 1024;
 
   /** @throws IllegalArgumentException describing the first problem */
   static void context(NodeContext node) {
@@ -114,6 +116,12 @@ final class MessageValidator {
     }
     if (node.getFindingsCount() > MAX_FINDINGS) {
       throw new IllegalArgumentException(node.getFindingsCount() + " findings is more than " + MAX_FINDINGS);
+    }
+    if (node.getNicsCount() > MAX_BINDINGS) {
+      throw new IllegalArgumentException(node.getNicsCount() + " NIC bindings is more than " + MAX_BINDINGS);
+    }
+    if (node.getRanksCount() > MAX_BINDINGS) {
+      throw new IllegalArgumentException(node.getRanksCount() + " ranks on one node is more than " + MAX_BINDINGS);
     }
   }
 

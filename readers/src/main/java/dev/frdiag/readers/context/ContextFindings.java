@@ -1,15 +1,20 @@
 package dev.frdiag.readers.context;
 
 import dev.frdiag.proto.v1.ContextFinding;
+import dev.frdiag.proto.v1.NicBinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.exit.ProcessExit;
 import dev.frdiag.readers.gpu.GpuHealth;
 import dev.frdiag.readers.ib.IbFinding;
+import dev.frdiag.readers.ib.IbSnapshot;
 import dev.frdiag.readers.ib.IbWindow;
 import dev.frdiag.readers.kernel.XidKind;
 import dev.frdiag.readers.kernel.XidLine;
+import dev.frdiag.readers.nccl.ChannelTransport;
+import dev.frdiag.readers.nccl.NcclCommunicator;
 import dev.frdiag.readers.nccl.NcclEvent;
 import dev.frdiag.readers.nccl.NcclLog;
+import dev.frdiag.readers.nccl.NcclNic;
 import dev.frdiag.readers.nccl.NcclRank;
 import dev.frdiag.readers.nccl.NcclTopology;
 import dev.frdiag.readers.nccl.OpCountProgress;
@@ -95,6 +100,67 @@ public final class ContextFindings {
     return out;
   }
 
+  /**
+   * Which GPU each rank of the log runs on and which NIC (and port) it sends and receives through, per host: ranks
+   * from the largest communicator's Init lines, NICs from the {@code NET/IB : Using [N]mlx5_0:1/IB} line of the
+   * host and the {@code via NET/IB/N} connection lines each rank printed on that communicator (the PXN proxy's
+   * when the line names one). A rank no connection line places on a NIC is bound to none.
+   */
+  public static Map<String, List<NicBinding>> bindings(NcclLog log) {
+    NcclCommunicator world = null;
+    for (NcclCommunicator c : log.communicators()) {
+      if (world == null || c.nranks() > world.nranks()) {
+        world = c;
+      }
+    }
+    Map<String, NcclNic> nicByIndex = new TreeMap<>();
+    for (NcclNic n : log.nics()) {
+      nicByIndex.putIfAbsent(n.host() + "|" + n.net() + "|" + n.index(), n);
+    }
+    Map<Integer, NcclNic> nicOfRank = new TreeMap<>();
+    for (ChannelTransport t : log.transports()) {
+      boolean onWorld = world == null || t.commId().equals(world.commId())
+          || (t.commId().isEmpty() && log.communicators().size() == 1);
+      if (t.kind() != ChannelTransport.Kind.NET || t.nic() < 0 || !onWorld) {
+        continue;
+      }
+      NcclNic nic = nicByIndex.get(t.host() + "|" + t.net() + "|" + t.nic());
+      int user = t.proxyRank() >= 0 ? t.proxyRank()
+          : t.direction() == ChannelTransport.Direction.RECEIVE ? t.toRank() : t.fromRank();
+      if (nic != null && user >= 0) {
+        nicOfRank.putIfAbsent(user, nic);
+      }
+    }
+    Map<String, List<NicBinding>> byHost = new TreeMap<>();
+    for (NcclRank r : log.ranks().values()) {
+      if (r.host() == null || r.host().isEmpty()) {
+        continue;
+      }
+      NcclNic nic = nicOfRank.get(r.rank());
+      NicBinding.Builder b = NicBinding.newBuilder().setRank(r.rank()).setCudaDevice(r.cudaDev())
+          .setGpuBusId(r.busId() == null ? "" : r.busId());
+      if (nic != null && nic.host().equals(r.host())) {
+        b.setNic(nic.device()).setPort(Math.max(nic.port(), 0));
+      }
+      byHost.computeIfAbsent(r.host(), h -> new ArrayList<>()).add(b.build());
+    }
+    // NICs a host named but no rank was placed on are still its NICs.
+    for (NcclNic n : log.nics()) {
+      List<NicBinding> host = byHost.computeIfAbsent(n.host(), h -> new ArrayList<>());
+      if (host.stream().noneMatch(b -> b.getNic().equals(n.device()))) {
+        host.add(NicBinding.newBuilder().setRank(-1).setCudaDevice(-1).setNic(n.device())
+            .setPort(Math.max(n.port(), 0)).build());
+      }
+    }
+    return byHost;
+  }
+
+  /** The node's InfiniBand ports, as NIC bindings with no GPU: what the picture of a host shows with no NCCL log. */
+  public static List<NicBinding> ports(IbSnapshot snapshot) {
+    return snapshot.ports().keySet().stream().map(p -> NicBinding.newBuilder().setRank(-1).setCudaDevice(-1)
+        .setNic(p.device()).setPort(p.port()).build()).toList();
+  }
+
   /** The findings of one node's InfiniBand counter window. */
   public static List<ContextFinding> fromIb(IbWindow window, String host) {
     List<ContextFinding> out = new ArrayList<>();
@@ -124,7 +190,11 @@ public final class ContextFindings {
    */
   public static List<NodeContext> nodes(String jobId, NcclLog log) {
     Map<String, List<ContextFinding>> byHost = fromNccl(log);
+    Map<String, List<NicBinding>> bindings = bindings(log);
     for (String host : log.hosts()) {
+      byHost.computeIfAbsent(host, h -> new ArrayList<>());
+    }
+    for (String host : bindings.keySet()) {
       byHost.computeIfAbsent(host, h -> new ArrayList<>());
     }
     List<ContextFinding> notes = new ArrayList<>();
@@ -147,8 +217,10 @@ public final class ContextFindings {
     List<NodeContext> out = new ArrayList<>();
     boolean first = true;
     for (Map.Entry<String, List<ContextFinding>> e : byHost.entrySet()) {
+      List<NicBinding> nics = bindings.getOrDefault(e.getKey(), List.of());
       NodeContext.Builder node = NodeContext.newBuilder().setJobId(jobId).setHostname(e.getKey())
-          .addAllFindings(e.getValue());
+          .addAllFindings(e.getValue()).addAllNics(nics)
+          .addAllRanks(nics.stream().filter(b -> b.getRank() >= 0).map(NicBinding::getRank).toList());
       if (log.showsHealthySetup()) {
         // Every node of the log carries it, so a node without it says its log was not all healthy.
         node.addFindings(ContextFinding.newBuilder().setKind(ContextFinding.Kind.HEALTHY_SETUP).setHost(e.getKey())

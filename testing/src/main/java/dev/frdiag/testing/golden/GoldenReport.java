@@ -21,7 +21,7 @@ public final class GoldenReport {
       Pattern.compile("\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?Z");
   private static final Pattern CLOCK = Pattern.compile("\\b\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z");
   private static final Pattern OFFSET = Pattern.compile("\\(\\+\\d+\\.\\d{3} s\\)");
-  private static final Pattern MILLIS = Pattern.compile("\\b\\d+ ms\\b");
+  private static final Pattern MILLIS = Pattern.compile("\\b\\d+(?:\\.\\d+)? ms\\b");
 
   private GoldenReport() {}
 

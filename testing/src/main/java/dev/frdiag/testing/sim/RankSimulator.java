@@ -56,6 +56,8 @@ public final class RankSimulator implements AutoCloseable {
   private final RankIdentity[] identities;
   /** Null without a channel. */
   private final SimulatedReporters reporters;
+  /** The hosts' node agents; null without a channel. */
+  private final SimulatedNodes nodes;
   private final SimulatedJob job;
 
   // Fair, so a driver running steps back to back cannot starve close() or awaitStalled().
@@ -93,9 +95,10 @@ public final class RankSimulator implements AutoCloseable {
     }
     // Groups are registered before any reporter starts, so every Hello carries them, as in a real job where
     // the process groups exist before training begins.
-    job = new SimulatedJob(topology, b.workload, fault, recorders, this::onDeath);
+    job = new SimulatedJob(topology, b.workload, fault, recorders, this::onDeath, this::onFabricFault);
     reporters = b.channel == null ? null
         : new SimulatedReporters(recorders, identities, b.channel, b.reporterSettings, b.clock);
+    nodes = b.channel == null ? null : new SimulatedNodes(topology, b.jobId, b.channel);
   }
 
   /** A builder starting from the defaults: 16 ranks, no fault, no channel. */
@@ -302,6 +305,13 @@ public final class RankSimulator implements AutoCloseable {
   private void onDeath(int rank) {
     if (reporters != null) {
       reporters.kill(rank);
+    }
+  }
+
+  /** Runs on the driving thread, inside a pass: the faulty rank's host reports its link down, without waiting. */
+  private void onFabricFault(int rank) {
+    if (nodes != null) {
+      nodes.postLinkDown(rank);
     }
   }
 

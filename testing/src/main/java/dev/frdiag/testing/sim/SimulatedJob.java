@@ -33,6 +33,7 @@ final class SimulatedJob {
   private final Fault fault;
   private final RankState[] ranks;
   private final IntConsumer onDeath;
+  private final IntConsumer onFabricFault;
   // Ranks whose device may be able to start its next op; FIFO so the order of events is deterministic.
   private final ArrayDeque<RankState> runnable = new ArrayDeque<>();
   private long changes;
@@ -44,15 +45,17 @@ final class SimulatedJob {
    *
    * @param recorders one per rank, indexed by global rank, with no groups registered yet
    * @param onDeath told the global rank of a rank whose process dies (DEAD_RANK), on the calling thread
+   * @param onFabricFault told the faulty rank when the fabric fails (FABRIC), on the calling thread
    */
   SimulatedJob(Topology topology, Workload workload, Fault fault, FlightRecorder[] recorders,
-      IntConsumer onDeath) {
+      IntConsumer onDeath, IntConsumer onFabricFault) {
     if (recorders.length != topology.worldSize()) {
       throw new IllegalArgumentException(
           recorders.length + " recorders for a world of " + topology.worldSize() + " ranks");
     }
     this.fault = fault;
     this.onDeath = onDeath;
+    this.onFabricFault = onFabricFault;
     Map<String, Group> groups = new HashMap<>();
     for (ProcessGroupSpec spec : topology.groups()) {
       groups.put(spec.name(), new Group(spec));
@@ -131,6 +134,7 @@ final class SimulatedJob {
     if (fault.kind() == FaultKind.FABRIC && fault.atStep() == step && !fabricAnnounced) {
       log.info("fault: the fabric fails under the world all_reduce of step {}", step);
       fabricAnnounced = true;
+      onFabricFault.accept(fault.rank());
     }
     if (fault.hits(FaultKind.GPU_STALL, rank.rank, step)) {
       log.info("fault: the device of rank {} starts nothing from step {} on (GPU stall)", rank.rank, step);
