@@ -8,6 +8,7 @@ import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.NicBinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
@@ -191,6 +192,19 @@ class MessageValidatorTest {
     accepted(() -> MessageValidator.context(node.build()));
     node.addFindings(ContextFinding.getDefaultInstance());
     refused(() -> MessageValidator.context(node.build()), "1001 findings is more than 1000");
+  }
+
+  @Test
+  void nodeContextNamesAtMost1024NicBindingsAndRanks() {
+    NodeContext.Builder node = NodeContext.newBuilder().setJobId("job").setHostname("node0");
+    for (int i = 0; i < 1024; i++) {
+      node.addNics(NicBinding.newBuilder().setRank(i).setNic("mlx5_" + i)).addRanks(i);
+    }
+    accepted(() -> MessageValidator.context(node.build()));
+    refused(() -> MessageValidator.context(node.build().toBuilder().addNics(NicBinding.getDefaultInstance()).build()),
+        "1025 NIC bindings is more than 1024");
+    refused(() -> MessageValidator.context(node.build().toBuilder().addRanks(5000).build()),
+        "1025 ranks on one node is more than 1024");
   }
 
   private static CollectiveRecord.Builder record() {
