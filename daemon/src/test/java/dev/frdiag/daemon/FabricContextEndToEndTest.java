@@ -53,6 +53,12 @@ class FabricContextEndToEndTest {
     assertThat(report.headline()).contains("node01 mlx5_0 port 1");
     assertThat(report.evidence().get(0).kind()).isEqualTo(Evidence.Kind.LINK_FAULT);
     assertThat(report.evidence().get(0).detail()).contains("node01 mlx5_0:1", "link_downed");
+    // The report's picture puts the counters on the port they were read from.
+    assertThat(report.fabric().hosts().get(0).name()).isEqualTo("node01");
+    assertThat(report.fabric().hosts().get(0).nics()).extracting(nic -> nic.name(),
+        nic -> nic.ports().get(0).marks().stream().map(m -> m.kind()).distinct().toList()).containsExactly(
+            org.assertj.core.groups.Tuple.tuple("mlx5_0", java.util.List.of(Evidence.Kind.LINK_FAULT)),
+            org.assertj.core.groups.Tuple.tuple("mlx5_1", java.util.List.of(Evidence.Kind.QUIET_COUNTERS)));
   }
 
   @Test

@@ -23,11 +23,11 @@ final class SimulatedJob {
     return ranks > 512 ? 256 : FlightRecorder.DEFAULT_CAPACITY;
   }
 
-  /** A simulator for the job, paced for its size; the caller adds the channel. */
+  /** A simulator for the job, paced for its size, playing its hosts' node agents too; the caller adds the channel. */
   static RankSimulator.Builder builder(Topology topology, Fault fault, String jobId) {
     int ranks = topology.worldSize();
     // Thousands of ranks share the machine's cores: they step as fast as they can and batch their reports.
-    return RankSimulator.builder().topology(topology).fault(fault).jobId(jobId)
+    return RankSimulator.builder().topology(topology).fault(fault).jobId(jobId).nodeAgents(true)
         .recorderCapacity(ringCapacity(ranks)).stepInterval(Duration.ofMillis(ranks > 512 ? 0 : 20))
         .reporterSettings(ReporterSettings.builder().heartbeatInterval(Duration.ofMillis(ranks > 1024 ? 1000 : 500))
             .helloTimeout(Duration.ofSeconds(ranks > 512 ? 60 : 5))

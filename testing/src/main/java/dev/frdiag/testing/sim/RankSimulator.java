@@ -56,7 +56,7 @@ public final class RankSimulator implements AutoCloseable {
   private final RankIdentity[] identities;
   /** Null without a channel. */
   private final SimulatedReporters reporters;
-  /** The hosts' node agents; null without a channel. */
+  /** The hosts' node agents; null without a channel or when not asked for. */
   private final SimulatedNodes nodes;
   private final SimulatedJob job;
 
@@ -98,7 +98,7 @@ public final class RankSimulator implements AutoCloseable {
     job = new SimulatedJob(topology, b.workload, fault, recorders, this::onDeath, this::onFabricFault);
     reporters = b.channel == null ? null
         : new SimulatedReporters(recorders, identities, b.channel, b.reporterSettings, b.clock);
-    nodes = b.channel == null ? null : new SimulatedNodes(topology, b.jobId, b.channel);
+    nodes = b.channel == null || !b.nodeAgents ? null : new SimulatedNodes(topology, b.jobId, b.channel);
   }
 
   /** A builder starting from the defaults: 16 ranks, no fault, no channel. */
@@ -357,6 +357,7 @@ public final class RankSimulator implements AutoCloseable {
     private Channel channel;
     private String jobId = DEFAULT_JOB_ID;
     private ReporterSettings reporterSettings = ReporterSettings.defaults();
+    private boolean nodeAgents;
     private Duration stepInterval = DEFAULT_STEP_INTERVAL;
 
     private Builder() {}
@@ -439,6 +440,16 @@ public final class RankSimulator implements AutoCloseable {
 
     public Builder reporterSettings(ReporterSettings settings) {
       this.reporterSettings = Objects.requireNonNull(settings, "reporterSettings");
+      return this;
+    }
+
+    /**
+     * With a channel, also plays each host's node agent: posts which GPU and NIC port every rank uses and, under a
+     * fabric fault, the InfiniBand counters of the faulty rank's port going down. Off by default, so tests that
+     * post node context themselves keep theirs.
+     */
+    public Builder nodeAgents(boolean on) {
+      this.nodeAgents = on;
       return this;
     }
 
