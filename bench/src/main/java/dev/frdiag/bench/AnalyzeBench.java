@@ -187,7 +187,7 @@ public final class AnalyzeBench {
     return sum;
   }
 
-  private static long size(Path p) {
+  static long size(Path p) {
     try {
       return Files.size(p);
     } catch (IOException e) {
@@ -195,7 +195,7 @@ public final class AnalyzeBench {
     }
   }
 
-  private static void delete(Path dir) throws IOException {
+  static void delete(Path dir) throws IOException {
     try (Stream<Path> s = Files.walk(dir)) {
       for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
         Files.deleteIfExists(p);

@@ -21,6 +21,7 @@ import dev.frdiag.readers.pytorch.DumpValues.EntryAt;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -51,6 +52,12 @@ final class EntryDecoder {
    */
   private final Map<Repeated, CollectiveRecord> templates = new HashMap<>();
   private final Map<String, ProfilingName> profilingNames = new HashMap<>();
+  /**
+   * Frame ids of each stack list the pickle shares through its memo, by identity: entries of one call site point
+   * at one list, so its 73 frames are looked up once, not once per entry. Never mutated once stored.
+   */
+  private final Map<Object, int[]> stacks = new IdentityHashMap<>();
+  private static final int[] NO_FRAMES = new int[0];
 
   /** The repeated fields of one entry, compared by value. */
   private static final class Repeated {
@@ -185,13 +192,22 @@ final class EntryDecoder {
         ? strings(e.get("input_dtypes"), new At(where, "input_dtypes")) : List.of();
     List<String> outputDtypes = e.containsKey("output_dtypes")
         ? strings(e.get("output_dtypes"), new At(where, "output_dtypes")) : List.of();
-    int[] frameList = new int[0];
+    int[] frameList = NO_FRAMES;
     if (e.containsKey("frames")) {
-      List<?> list = list(e.get("frames"), new At(where, "frames"));
-      budget.spend(list.size());
-      frameList = new int[list.size()];
-      for (int i = 0; i < list.size(); i++) {
-        frameList[i] = frames.id(list.get(i), new At(new At(where, "frames"), i));
+      Object raw = e.get("frames");
+      int[] known = stacks.get(raw);
+      if (known != null) {
+        budget.spend(known.length);
+        frameList = known;
+      } else {
+        At framesAt = new At(where, "frames");
+        List<?> list = list(raw, framesAt);
+        budget.spend(list.size());
+        frameList = new int[list.size()];
+        for (int i = 0; i < list.size(); i++) {
+          frameList[i] = frames.id(list.get(i), framesAt, i);
+        }
+        stacks.put(raw, frameList);
       }
     }
     // An empty repeated field takes the template's list as it is: records share them instead of copying.

@@ -27,15 +27,17 @@ final class StackFrames {
   }
 
   /**
-   * The id of the frame dict {@code value}.
+   * The id of the frame dict {@code value}, element {@code index} of the stack at {@code stackWhere}.
    *
    * @throws DumpProblem when it is not a frame
    */
-  int id(Object value, Object where) {
+  int id(Object value, Object stackWhere, int index) {
     Integer known = shared.get(value);
     if (known != null) {
       return known;
     }
+    // Where it sits is only needed to name a problem: built here, past the shared frames' fast path.
+    At where = new At(stackWhere, index);
     Map<?, ?> f = dict(value, where);
     budget.spend(f.size());
     Frame frame = Frame.newBuilder()
