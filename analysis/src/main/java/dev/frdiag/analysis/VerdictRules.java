@@ -412,7 +412,8 @@ final class VerdictRules {
         .append(c.getIsP2P() && c.getPeer() >= 0 ? " peer " + c.getPeer() : "").append(' ')
         .append(c.getState().name().toLowerCase(Locale.ROOT));
     if (c.getInputSizesCount() > 0 || c.getInputDtypesCount() > 0) {
-      s.append(", in ").append(shapes(c.getInputSizesList())).append(' ').append(String.join(",", c.getInputDtypesList()));
+      s.append(", in ").append(shapes(c.getInputSizesList())).append(' ')
+          .append(String.join(",", c.getInputDtypesList()));
     }
     if (c.getOutputSizesCount() > 0 || c.getOutputDtypesCount() > 0) {
       s.append(", out ").append(shapes(c.getOutputSizesList())).append(' ')

@@ -49,8 +49,8 @@ final class FabricPicture {
       }
       y += GAP;
     }
-    b.append("<section id=\"fabric\"><h2>Network</h2><p class=\"sub\">hosts → GPUs (by rank) → NICs → ports, as the "
-        + "nodes' NCCL lines and InfiniBand counters name them; a part a finding names is marked")
+    b.append("<section id=\"fabric\"><h2>Network</h2><p class=\"sub\">hosts → GPUs (by rank) → NICs → ports, "
+        + "as the nodes' NCCL lines and InfiniBand counters name them; a part a finding names is marked")
         .append(map.otherHosts() > 0 ? "; " + map.otherHosts() + " more host" + (map.otherHosts() == 1 ? "" : "s")
             + " with no finding not drawn" : "").append(".</p>");
     b.append("<svg class=\"fabric\" role=\"img\" viewBox=\"0 0 ").append(WIDTH).append(' ').append(y)
@@ -62,7 +62,8 @@ final class FabricPicture {
     List<Row> faults = findings.stream().filter(r -> r.mark().failing()).toList();
     List<String> quiet = findings.stream().filter(r -> !r.mark().failing()).map(Row::where).distinct().toList();
     if (!findings.isEmpty()) {
-      b.append("<table class=\"list\" id=\"fabric-findings\"><tr><th>where</th><th>finding</th><th>read from</th></tr>");
+      b.append("<table class=\"list\" id=\"fabric-findings\"><tr><th>where</th><th>finding</th>"
+          + "<th>read from</th></tr>");
       for (Row r : faults) {
         b.append("<tr><td><code>").append(h(r.where())).append("</code></td><td><span class=\"kind\">")
             .append(h(r.mark().kind().wire())).append("</span> ").append(h(r.mark().detail())).append("</td><td><code>")

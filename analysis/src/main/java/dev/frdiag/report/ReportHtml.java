@@ -384,7 +384,8 @@ public final class ReportHtml {
           .append(k.pid() > 0 ? " · pid " + k.pid() : "").append(k.cudaDevice() >= 0 ? " · cuda:" + k.cudaDevice() : "")
           .append(k.lastOp().isEmpty() ? "" : " · newest record <code>" + h(k.lastOp()) + "</code>").append("</p>");
       if (!k.records().isEmpty()) {
-        b.append("<details><summary>its records (").append(k.records().size()).append(")</summary><pre class=\"records\">");
+        b.append("<details><summary>its records (").append(k.records().size())
+            .append(")</summary><pre class=\"records\">");
         k.records().forEach(line -> b.append(h(line)).append('\n'));
         b.append("</pre></details>");
       }

@@ -62,6 +62,10 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--max-context-bytes", description = "Node context kept per job, in bytes (default ${DEFAULT-VALUE}).")
   long maxContextBytes = Limits.DEFAULT_MAX_CONTEXT_BYTES_PER_JOB;
 
+  @Option(names = "--max-records-per-job", description = "Collective records one job's ranks may make the daemon "
+      + "hold, windows and snapshots alike; a larger job keeps fewer per rank, at least 32 (default ${DEFAULT-VALUE}).")
+  long maxRecordsPerJob = Limits.DEFAULT_MAX_RECORDS_PER_JOB;
+
   @Option(names = "--job-idle-expiry", converter = DurationConverter.class, description = "A job with no rank "
       + "connected and no open incident is forgotten after this; its reports stay (default 1h).")
   Duration jobIdleExpiry = Limits.DEFAULT_JOB_IDLE_EXPIRY;
@@ -159,7 +163,7 @@ public final class DaemonMain implements Callable<Integer> {
       settings = DaemonSettings.builder().bindAddress(bind).port(port).dataDir(dataDir).stallTimeout(stallTimeout)
           .heartbeatTimeout(heartbeatTimeout).snapshotDeadline(snapshotDeadline).maxMessageBytes(maxMessageBytes)
           .window(window).limits(Limits.builder().maxJobs(maxJobs).maxGroupsPerRank(maxGroupsPerRank)
-              .maxContextBytesPerJob(maxContextBytes).jobIdleExpiry(jobIdleExpiry)
+              .maxContextBytesPerJob(maxContextBytes).maxRecordsPerJob(maxRecordsPerJob).jobIdleExpiry(jobIdleExpiry)
               .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
               .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
               .build()).metricsPort(metricsPort).webPort(webPort)

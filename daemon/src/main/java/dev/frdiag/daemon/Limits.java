@@ -21,10 +21,13 @@ import java.util.Objects;
  * @param maxWatchers {@code WatchIncidents} subscribers at once (default 256)
  * @param watcherBacklog reports queued for one watcher that is not reading before it is cut off (default 64)
  * @param retention which stored reports are kept (default: all)
+ * @param maxRecordsPerJob collective records one job's ranks may make the daemon hold at once, windows and snapshot
+ *     replies alike (default 1,000,000, about 0.5 GB): a job of more ranks than this spreads over the daemon's
+ *     window keeps fewer per rank, never fewer than {@value #MIN_WINDOW}
  */
 public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJob, int maxEarlyContextJobs,
     Duration jobIdleExpiry, Duration maxSnapshotDeadline, Duration diagnoseInterval, int maxInvestigations,
-    int maxWatchers, int watcherBacklog, Retention retention) {
+    int maxWatchers, int watcherBacklog, Retention retention, long maxRecordsPerJob) {
 
   public static final int DEFAULT_MAX_JOBS = 10_000;
   public static final int DEFAULT_MAX_GROUPS_PER_RANK = 4096;
@@ -36,6 +39,12 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
   public static final int DEFAULT_MAX_INVESTIGATIONS = 64;
   public static final int DEFAULT_MAX_WATCHERS = 256;
   public static final int DEFAULT_WATCHER_BACKLOG = 64;
+  public static final long DEFAULT_MAX_RECORDS_PER_JOB = 1_000_000;
+  /**
+   * The fewest records kept per rank however large the job: a training step issues a few to a few dozen
+   * collectives, so this still holds the stuck one and the steps before it.
+   */
+  public static final int MIN_WINDOW = 32;
 
   public Limits {
     atLeast(maxJobs, 1, "maxJobs");
@@ -54,6 +63,16 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
     atLeast(maxWatchers, 0, "maxWatchers");
     atLeast(watcherBacklog, 1, "watcherBacklog");
     Objects.requireNonNull(retention, "retention");
+    atLeast(maxRecordsPerJob, MIN_WINDOW, "maxRecordsPerJob");
+  }
+
+  /**
+   * The records kept per rank of a job of {@code worldSize} ranks: {@code window}, or less when the job's ranks
+   * would hold more than {@link #maxRecordsPerJob} in all, never under {@value #MIN_WINDOW}.
+   */
+  public int windowFor(int window, int worldSize) {
+    long share = maxRecordsPerJob / Math.max(1, worldSize);
+    return (int) Math.min(window, Math.max(MIN_WINDOW, share));
   }
 
   /** The documented defaults. */
@@ -92,6 +111,7 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
     private int maxWatchers = DEFAULT_MAX_WATCHERS;
     private int watcherBacklog = DEFAULT_WATCHER_BACKLOG;
     private Retention retention = Retention.KEEP_ALL;
+    private long maxRecordsPerJob = DEFAULT_MAX_RECORDS_PER_JOB;
 
     public Builder maxJobs(int v) {
       maxJobs = v;
@@ -148,9 +168,15 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
       return this;
     }
 
+    public Builder maxRecordsPerJob(long v) {
+      maxRecordsPerJob = v;
+      return this;
+    }
+
     public Limits build() {
       return new Limits(maxJobs, maxGroupsPerRank, maxContextBytesPerJob, maxEarlyContextJobs, jobIdleExpiry,
-          maxSnapshotDeadline, diagnoseInterval, maxInvestigations, maxWatchers, watcherBacklog, retention);
+          maxSnapshotDeadline, diagnoseInterval, maxInvestigations, maxWatchers, watcherBacklog, retention,
+          maxRecordsPerJob);
     }
   }
 }

@@ -226,7 +226,8 @@ public final class Reporter implements AutoCloseable {
           announceGroups();
           DumpRequest dump;
           while ((dump = dumpRequests.poll()) != null) {
-            stream.send(RankMessage.newBuilder().setDumpReply(snapshot(dump.getRequestId())).build());
+            stream.send(RankMessage.newBuilder().setDumpReply(snapshot(dump.getRequestId(), dump.getMaxRecords()))
+                .build());
           }
           drainEvents();
           shipDeltas(Long.MAX_VALUE);
@@ -369,11 +370,13 @@ public final class Reporter implements AutoCloseable {
     }
   }
 
-  private DumpReply snapshot(long requestId) {
+  /** The ring's records, oldest first; only the newest {@code maxRecords} when that is positive. */
+  private DumpReply snapshot(long requestId, int maxRecords) {
     DumpReply.Builder reply = DumpReply.newBuilder().setRequestId(requestId);
     BitSet stacks = new BitSet();
     long next = recorder.nextRecordId();
-    for (long id = Math.max(0, next - recorder.capacity()); id < next; id++) {
+    long held = maxRecords > 0 ? Math.min(recorder.capacity(), maxRecords) : recorder.capacity();
+    for (long id = Math.max(0, next - held); id < next; id++) {
       if (!recorder.read(id, view)) {
         continue;
       }

@@ -61,6 +61,12 @@ public final class Job {
   /** Daemon monotonic time of the last thing heard from or about the job; idle jobs expire from it. */
   @GuardedBy("lock")
   private long lastActivityNanos;
+  /**
+   * One copy of each process group the ranks announced: every rank of a 16,384-rank job lists the world group's
+   * 16,384 members in its Hello, and a copy per rank would be a gigabyte.
+   */
+  @GuardedBy("lock")
+  private final Map<ProcessGroup, ProcessGroup> sharedGroups = new HashMap<>();
   /** The scheduler's names for the job, as its ranks' Hellos gave them; the newest Hello wins a key. */
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
@@ -72,7 +78,7 @@ public final class Job {
   Job(String id, int worldSize, int window, dev.frdiag.daemon.Limits limits, long nowMs, long nowNanos) {
     this.id = id;
     this.worldSize = worldSize;
-    this.window = window;
+    this.window = limits.windowFor(window, worldSize);
     this.maxGroupsPerRank = limits.maxGroupsPerRank();
     this.maxContextBytes = limits.maxContextBytesPerJob();
     this.firstSeenMs = nowMs;
@@ -195,9 +201,10 @@ public final class Job {
     }
   }
 
-  private static void addGroups(RankState r, List<ProcessGroup> groups) {
+  @GuardedBy("lock")
+  private void addGroups(RankState r, List<ProcessGroup> groups) {
     for (ProcessGroup g : groups) {
-      r.groups.put(g.getName(), g);
+      r.groups.put(g.getName(), sharedGroups.computeIfAbsent(g, x -> x));
     }
   }
 
@@ -312,6 +319,14 @@ public final class Job {
         r.link = null;
       }
     }
+  }
+
+  /**
+   * Records kept per rank: the daemon's window, or less for a job so large that its ranks would hold more than the
+   * job's share ({@link dev.frdiag.daemon.Limits#windowFor}). Snapshot replies are asked for and kept to this too.
+   */
+  public int window() {
+    return window;
   }
 
   /** Asks every connected rank for a snapshot; returns the ranks asked, each with the session it was asked on. */

@@ -141,7 +141,8 @@ public final class Investigator {
     Gather gather = new Gather(job.id(), nanoTime);
     pending.put(id, gather);
     Map<Integer, String> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
-        .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).build());
+        .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window())
+        .build());
     timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
         + " connected ranks (deadline " + deadline.toMillis() + " ms)"));
     gather.expect(asked);

@@ -10,6 +10,7 @@ import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.registry.RankLink;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.CollectorConfig;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
@@ -167,10 +168,11 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
           job.event(rank, id, message.getEvent(), now);
         }
         case DUMP_REPLY -> {
-          for (CollectiveRecord r : message.getDumpReply().getRecordsList()) {
+          DumpReply reply = newest(message.getDumpReply(), job.window());
+          for (CollectiveRecord r : reply.getRecordsList()) {
             MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
           }
-          investigator.onDumpReply(job.id(), rank, id, message.getDumpReply());
+          investigator.onDumpReply(job.id(), rank, id, reply);
         }
         case GOODBYE -> {
           job.finished(rank, id);
@@ -272,5 +274,17 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         // Peer already gone.
       }
     }
+  }
+
+  /**
+   * {@code reply} with only its newest {@code max} records: a rank that ignores the request's {@code max_records}
+   * (an older client) must not make the daemon hold its whole ring for every rank of a large job.
+   */
+  static DumpReply newest(DumpReply reply, int max) {
+    int n = reply.getRecordsCount();
+    if (n <= max) {
+      return reply;
+    }
+    return reply.toBuilder().clearRecords().addAllRecords(reply.getRecordsList().subList(n - max, n)).build();
   }
 }

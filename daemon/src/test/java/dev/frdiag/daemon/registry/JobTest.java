@@ -2,12 +2,15 @@ package dev.frdiag.daemon.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.daemon.Limits;
+import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.report.Report.Trigger;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** The watchdog's triggers, driven with an explicit clock. */
@@ -145,5 +148,28 @@ class JobTest {
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> job.context(big, 0))
         .isInstanceOf(LimitExceededException.class).hasMessageContaining("more than its limit of 65536");
     assertThat(job.evidence(java.util.Map.of(), 0, STALL, "").context()).containsExactly(small);
+  }
+  @Test
+  void aJobTooLargeForTheRecordBudgetKeepsFewerRecordsPerRankButNeverFewerThanTheFloor() {
+    Limits budget = Limits.builder().maxRecordsPerJob(64).build();
+    Job job = new Job("j", 4, 512, budget, 0, 0);
+    assertThat(job.window()).as("64 records over 4 ranks is 16, under the floor").isEqualTo(Limits.MIN_WINDOW);
+    ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).addRanks(2).addRanks(3)
+        .setGlobalRankStride(1).build();
+    job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(0).setWorldSize(4).setPid(1).build(),
+        List.of(world), request -> { }, "s0", 0, 0, 0);
+    List<CollectiveRecord> records = new java.util.ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      records.add(CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0").setOp("all_reduce")
+          .setCollectiveSeq(i).setTimeCreatedNs(1 + i).build());
+    }
+    job.records(0, "s0", records, List.of(), 0, 1);
+
+    List<CollectiveRecord> kept = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
+    assertThat(kept).hasSize(Limits.MIN_WINDOW);
+    assertThat(kept.get(kept.size() - 1).getRecordId()).as("the newest are kept").isEqualTo(99);
+    assertThat(Limits.defaults().windowFor(512, 16)).isEqualTo(512);
+    assertThat(Limits.defaults().windowFor(512, 16_384)).isEqualTo(61);
+    assertThat(Limits.defaults().windowFor(512, 100_000)).isEqualTo(Limits.MIN_WINDOW);
   }
 }

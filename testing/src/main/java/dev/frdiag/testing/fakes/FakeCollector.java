@@ -47,10 +47,15 @@ public final class FakeCollector extends CollectorGrpc.CollectorImplBase impleme
   }
 
   public void requestDump(int rank, long requestId, long deadlineMs) {
+    requestDump(rank, requestId, deadlineMs, 0);
+  }
+
+  /** Asks {@code rank} for a snapshot of at most its newest {@code maxRecords} records (0: all). */
+  public void requestDump(int rank, long requestId, long deadlineMs, int maxRecords) {
     StreamObserver<DaemonMessage> s = streams.get(rank);
     synchronized (s) {
       s.onNext(DaemonMessage.newBuilder().setDumpRequest(DumpRequest.newBuilder().setRequestId(requestId)
-          .setReason("test").setDeadlineMs(deadlineMs)).build());
+          .setReason("test").setDeadlineMs(deadlineMs).setMaxRecords(maxRecords)).build());
     }
   }
 
