@@ -22,8 +22,8 @@ import java.util.Objects;
  * @param watcherBacklog reports queued for one watcher that is not reading before it is cut off (default 64)
  * @param retention which stored reports are kept (default: all)
  * @param maxRecordsPerJob collective records one job's ranks may make the daemon hold at once, windows and snapshot
- *     replies alike (default 1,000,000, about 0.5 GB): a job of more ranks than this spreads over the daemon's
- *     window keeps fewer per rank, never fewer than {@value #MIN_WINDOW}
+ *     replies alike (default 1,000,000): a job too large to give every rank the daemon's full window keeps fewer
+ *     per rank, never fewer than {@value #MIN_WINDOW}
  */
 public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJob, int maxEarlyContextJobs,
     Duration jobIdleExpiry, Duration maxSnapshotDeadline, Duration diagnoseInterval, int maxInvestigations,
