@@ -86,12 +86,14 @@ public final class FrDiagnose implements Callable<Integer> {
   public static void main(String[] args) {
     // What went wrong with a call is said once, on one line, by the handler below.
     GRPC_LOG.setLevel(java.util.logging.Level.OFF);
+    // Built before it is needed: with the heap exhausted, even joining strings can fail (its first use links code).
+    String outOfMemory = "fr-diagnose: out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
+        + " MB heap); give it more, e.g. FRDIAG_JAVA_OPTS=-Xmx8g";
     int code;
     try {
       code = run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true));
     } catch (OutOfMemoryError e) {
-      System.err.println("fr-diagnose: out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
-          + " MB heap); give it more, e.g. FRDIAG_JAVA_OPTS=-Xmx8g");
+      System.err.println(outOfMemory);
       code = ExitCode.OUT_OF_MEMORY;
     }
     System.exit(code);
