@@ -194,10 +194,15 @@ final class StuckOperations {
           least = rec.getState();
         }
       }
+      // The progress counter was read when the heartbeat or dump was taken; a record copy may be older than that
+      // (a re-sent record replaces it only once it arrives), so a counter past this seq outranks its state.
+      if (least != CollectiveState.COMPLETED && completed >= seq) {
+        return MemberState.DONE;
+      }
       return switch (least) {
         case COMPLETED -> MemberState.DONE;
         case STARTED -> MemberState.WAITING;
-        default -> completed >= seq ? MemberState.DONE : MemberState.ISSUED;
+        default -> MemberState.ISSUED;
       };
     }
     long oldestHeld = p2p ? t.oldestHeldP2p : t.oldestHeld;

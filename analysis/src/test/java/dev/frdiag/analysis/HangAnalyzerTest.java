@@ -6,6 +6,7 @@ import static dev.frdiag.proto.v1.CollectiveState.STARTED;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.tuple;
 
+import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
@@ -432,5 +433,25 @@ class HangAnalyzerTest {
     Diagnosis d = HangAnalyzer.analyze(new JobEvidence("t", 8, ranks, 0, Duration.ofSeconds(1)));
     assertThat(d.symptom()).isEqualTo(Symptom.GPU_STALL);
     assertThat(d.culpritRanks()).containsExactly(1);
+  }
+  @Test
+  void aProgressCounterPastTheSeqOutranksAnOlderStartedCopyOfTheRecord() {
+    Snapshots s = healthySteps(job(), 2);
+    s.all("0", "all_reduce", STARTED);
+    JobEvidence job = s.offline();
+    // Rank 0's counter says it completed the world all_reduce its record copy still shows started: the copy is older.
+    List<RankEvidence> ranks = new ArrayList<>(job.ranks());
+    RankEvidence r0 = ranks.get(0);
+    ranks.set(0, new RankEvidence(0, r0.identity(), r0.liveness(), r0.answered(), r0.missingReason(), r0.groups(),
+        r0.records(), List.of(ProcessGroupProgress.newBuilder().setProcessGroup("0").setLastEnqueuedSeq(100)
+            .setLastStartedSeq(100).setLastCompletedSeq(100).setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1)
+            .build()), r0.events(), r0.frames()));
+
+    Diagnosis d = HangAnalyzer.analyze(new JobEvidence("t", 8, ranks, 0, Duration.ofSeconds(1)));
+
+    StuckCollective world = d.stuck().stream().filter(c -> c.collective().processGroup().equals("0")).findFirst()
+        .orElseThrow();
+    assertThat(world.completed()).containsExactly(0);
+    assertThat(world.waiting()).containsExactly(1, 2, 3, 4, 5, 6, 7);
   }
 }
