@@ -85,12 +85,17 @@ class WorkerServerTest {
 
   @Test
   void namesTheSocketWhenTheRankIsGone() throws Exception {
-    server.close();
+    // What a dead rank leaves: its socket file, with nothing listening. (Closing the fake server above would race
+    // with its accept thread: the JDK defers closing a channel another thread is blocked in.)
+    Path gone = dir.resolve("torch_worker_9.sock");
+    try (ServerSocketChannel dead = ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+      dead.bind(java.net.UnixDomainSocketAddress.of(gone));
+    }
 
-    assertThatThrownBy(() -> workerServer.dumpJson(socket, true)).isInstanceOfSatisfying(
+    assertThatThrownBy(() -> workerServer.dumpJson(gone, true)).isInstanceOfSatisfying(
         ControlPlaneException.class, e -> {
           assertThat(e.reason()).isEqualTo(Reason.REFUSED);
-          assertThat(e.socket()).isEqualTo(socket);
+          assertThat(e.socket()).isEqualTo(gone);
         });
   }
 }
