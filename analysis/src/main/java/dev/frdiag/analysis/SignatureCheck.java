@@ -2,6 +2,7 @@ package dev.frdiag.analysis;
 
 import dev.frdiag.proto.v1.CollectiveRecord;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -76,13 +77,20 @@ final class SignatureCheck {
 
   private Mismatch firstCollectiveMismatch(GroupKey g, int groupSize,
       Map<Long, Map<Integer, List<CollectiveRecord>>> bySeq) {
+    // The members of a group issue the same few signatures again and again: each is checked once per group.
+    Map<List<Object>, List<String>> checked = new HashMap<>();
     for (Map.Entry<Long, Map<Integer, List<CollectiveRecord>>> e : bySeq.entrySet()) {
       long seq = e.getKey();
       Map<Integer, List<CollectiveRecord>> byRank = e.getValue();
       // Problems inside one rank's own op (a gather whose output cannot hold group-size inputs, …).
       Map<Integer, List<String>> own = new TreeMap<>();
+      Map<Integer, List<Object>> keys = new TreeMap<>();
       byRank.forEach((rank, recs) -> {
-        List<String> problems = CollectiveMatch.selfCheck(recs, groupSize);
+        List<Object> key = CollectiveMatch.key(recs);
+        keys.put(rank, key);
+        // An uneven op's key leaves its sizes out, and its own check looks at them: those are checked each time.
+        List<String> problems = CollectiveMatch.hasUnevenOp(recs) ? CollectiveMatch.selfCheck(recs, groupSize)
+            : checked.computeIfAbsent(key, k -> CollectiveMatch.selfCheck(recs, groupSize));
         if (!problems.isEmpty()) {
           own.put(rank, problems);
         }
@@ -96,9 +104,7 @@ final class SignatureCheck {
       if (byRank.size() < 2) {
         continue;
       }
-      Map<Integer, List<Object>> keys = new TreeMap<>();
-      byRank.forEach((rank, recs) -> keys.put(rank, CollectiveMatch.key(recs)));
-      if (new HashSet<>(keys.values()).size() > 1) {
+      if (!allEqual(keys.values())) {
         List<Integer> culprits = minority(g, seq, keys);
         List<Integer> others = keys.keySet().stream().filter(x -> !culprits.contains(x)).toList();
         String expected = others.isEmpty() ? "?" : CollectiveMatch.describe(byRank.get(others.get(0)));
@@ -121,6 +127,19 @@ final class SignatureCheck {
       }
     }
     return null;
+  }
+
+  /** True when every key equals the first: no set is built for the usual case of a group that agrees. */
+  private static boolean allEqual(Collection<List<Object>> keys) {
+    List<Object> first = null;
+    for (List<Object> k : keys) {
+      if (first == null) {
+        first = k;
+      } else if (!first.equals(k)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static Mismatch firstP2pMismatch(GroupKey g, Map<Long, Map<Integer, List<CollectiveRecord>>> bySeq) {
