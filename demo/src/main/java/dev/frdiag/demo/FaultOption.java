@@ -23,10 +23,9 @@ enum FaultOption {
     this.kind = kind;
   }
 
-  /** The fault on {@code rank} at {@code atStep}; a fabric fault (or none) concerns no one rank. */
+  /** The fault on {@code rank} at {@code atStep}; for a fabric fault, the rank whose NIC port fails. */
   Fault at(int rank, long atStep) {
-    return kind == FaultKind.NONE ? Fault.none()
-        : new Fault(kind, kind == FaultKind.FABRIC ? 0 : rank, atStep);
+    return kind == FaultKind.NONE ? Fault.none() : new Fault(kind, rank, atStep);
   }
 
   static FaultOption parse(String s) {

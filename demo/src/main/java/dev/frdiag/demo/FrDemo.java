@@ -47,7 +47,8 @@ public final class FrDemo implements Callable<Integer> {
       description = FaultOption.CHOICES + " (default ${DEFAULT-VALUE}).")
   FaultOption fault;
 
-  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank (default ${DEFAULT-VALUE}).")
+  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank; for a fabric fault, the rank whose "
+      + "link fails (default ${DEFAULT-VALUE}).")
   int rank;
 
   @Option(names = "--ranks", defaultValue = "16", description = "Simulated ranks (default ${DEFAULT-VALUE}).")
@@ -142,7 +143,7 @@ public final class FrDemo implements Callable<Integer> {
             topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
             human(stallTimeout));
         err.printf("[demo] injecting %s%s at step %d%n", fault.spelling,
-            fault.kind == FaultKind.FABRIC ? "" : " on rank " + rank, atStep);
+            fault.kind == FaultKind.FABRIC ? " on the link of rank " + rank : " on rank " + rank, atStep);
         err.flush();
         try (RankSimulator sim = SimulatedJob.builder(topology, injected, job).channel(channel).build()) {
           long connecting = System.nanoTime();

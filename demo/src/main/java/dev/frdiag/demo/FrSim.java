@@ -46,7 +46,8 @@ public final class FrSim implements Callable<Integer> {
       description = FaultOption.CHOICES + " (default ${DEFAULT-VALUE}).")
   FaultOption fault;
 
-  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank (default ${DEFAULT-VALUE}).")
+  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank; for a fabric fault, the rank whose "
+      + "link fails (default ${DEFAULT-VALUE}).")
   int rank;
 
   @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
@@ -119,8 +120,8 @@ public final class FrSim implements Callable<Integer> {
         return ExitCode.UNREACHABLE_OR_UNKNOWN;
       }
       err.printf("[sim] connected; training, %s%n", fault == FaultOption.NONE ? "no fault injected"
-          : "injecting " + fault.spelling + (fault.kind == FaultKind.FABRIC ? "" : " on rank " + rank)
-              + " at step " + atStep);
+          : "injecting " + fault.spelling + (fault.kind == FaultKind.FABRIC ? " on the link of rank " : " on rank ")
+              + rank + " at step " + atStep);
       err.flush();
       sim.start();
       long deadline = duration == null ? Long.MAX_VALUE : System.nanoTime() + duration.toNanos();

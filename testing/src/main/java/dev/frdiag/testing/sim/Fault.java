@@ -13,7 +13,9 @@ import java.util.Objects;
  *   <li>{@link FaultKind#GPU_STALL}: {@code rank} issues every op of step F, but its device starts none of them
  *       (they stay SCHEDULED).
  *   <li>{@link FaultKind#FABRIC}: every rank issues and starts the world all_reduce of step F and none
- *       completes it; {@code rank} is ignored.
+ *       completes it. No rank is at fault in the records; when the simulator plays the node agents
+ *       ({@code RankSimulator.Builder.nodeAgents}), {@code rank}'s host reports the InfiniBand counters of
+ *       {@code rank}'s NIC port going down.
  *   <li>{@link FaultKind#MISMATCH}: {@code rank} issues the data-parallel all_reduce of step F with its first
  *       dimension halved; nobody in that data-parallel group completes it.
  *   <li>{@link FaultKind#DEAD_RANK}: {@code rank}'s process dies at the start of step F: its reporter is killed
@@ -24,7 +26,8 @@ import java.util.Objects;
  * before issuing the next one (like {@code loss.item()}), the whole job stops within the step.
  *
  * @param kind what goes wrong
- * @param rank the faulty rank (0 for {@link FaultKind#NONE} and {@link FaultKind#FABRIC})
+ * @param rank the faulty rank (0 for {@link FaultKind#NONE}); for {@link FaultKind#FABRIC}, the rank whose NIC
+ *     port fails
  * @param atStep the 0-based training step at which it goes wrong
  */
 public record Fault(FaultKind kind, int rank, long atStep) {
@@ -58,7 +61,7 @@ public record Fault(FaultKind kind, int rank, long atStep) {
     return new Fault(FaultKind.GPU_STALL, rank, atStep);
   }
 
-  /** A fabric failure under the world all_reduce of {@code atStep}; no single rank is at fault. */
+  /** A fabric failure under the world all_reduce of {@code atStep}, on rank 0's link; no rank is at fault. */
   public static Fault fabric(long atStep) {
     return new Fault(FaultKind.FABRIC, 0, atStep);
   }

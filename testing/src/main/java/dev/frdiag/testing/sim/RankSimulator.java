@@ -469,8 +469,7 @@ public final class RankSimulator implements AutoCloseable {
      * @throws IllegalArgumentException if the fault does not fit the topology
      */
     public RankSimulator build() {
-      if (fault.kind() != FaultKind.NONE && fault.kind() != FaultKind.FABRIC
-          && fault.rank() >= topology.worldSize()) {
+      if (fault.kind() != FaultKind.NONE && fault.rank() >= topology.worldSize()) {
         throw new IllegalArgumentException("fault rank " + fault.rank() + " is outside the world of "
             + topology.worldSize() + " ranks");
       }
