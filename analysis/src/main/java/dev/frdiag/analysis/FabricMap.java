@@ -101,11 +101,15 @@ public record FabricMap(List<Host> hosts, int otherHosts) {
 
     /** True when a fault finding names the host or any of its parts. */
     public boolean failing() {
-      return marks.stream().anyMatch(Mark::failing)
-          || gpus.stream().anyMatch(g -> g.marks().stream().anyMatch(Mark::failing))
-          || nics.stream().anyMatch(n -> n.marks().stream().anyMatch(Mark::failing)
-              || n.ports().stream().anyMatch(p -> p.marks().stream().anyMatch(Mark::failing)));
+      return FabricMap.failing(marks) || gpus.stream().anyMatch(g -> FabricMap.failing(g.marks()))
+          || nics.stream().anyMatch(n -> FabricMap.failing(n.marks())
+              || n.ports().stream().anyMatch(p -> FabricMap.failing(p.marks())));
     }
+  }
+
+  /** True when one of {@code marks} is a fault, not only counters that did not move. */
+  public static boolean failing(List<Mark> marks) {
+    return marks.stream().anyMatch(Mark::failing);
   }
 
   /** True for the verdicts this picture is for: a host's own network path or the fabric between hosts. */

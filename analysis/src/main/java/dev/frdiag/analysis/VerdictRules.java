@@ -10,7 +10,6 @@ import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
-import dev.frdiag.proto.v1.Shape;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.time.Instant;
@@ -403,8 +402,8 @@ final class VerdictRules {
   static final int MAX_RECORDS = 12;
 
   /**
-   * One record as the rank recorded it: "record 812: pg 0 #41 all_reduce completed, in [1024x1024] BFloat16, out
-   * [1024x1024] BFloat16, comms_id 0x…, created 2026-…Z, started +0.2 ms, completed +3.1 ms".
+   * One record as the rank recorded it: "record 812: pg 0 #41 all_reduce completed, in [[1024, 1024]] BFloat16,
+   * out [[1024, 1024]] BFloat16, comms_id 0x…, created 2026-…Z, started +0.2 ms, completed +3.1 ms".
    */
   static String recordLine(CollectiveRecord c) {
     StringBuilder s = new StringBuilder("record ").append(c.getRecordId()).append(": pg ").append(c.getProcessGroup())
@@ -412,11 +411,11 @@ final class VerdictRules {
         .append(c.getIsP2P() && c.getPeer() >= 0 ? " peer " + c.getPeer() : "").append(' ')
         .append(c.getState().name().toLowerCase(Locale.ROOT));
     if (c.getInputSizesCount() > 0 || c.getInputDtypesCount() > 0) {
-      s.append(", in ").append(shapes(c.getInputSizesList())).append(' ')
+      s.append(", in ").append(CollectiveMatch.shapes(c.getInputSizesList())).append(' ')
           .append(String.join(",", c.getInputDtypesList()));
     }
     if (c.getOutputSizesCount() > 0 || c.getOutputDtypesCount() > 0) {
-      s.append(", out ").append(shapes(c.getOutputSizesList())).append(' ')
+      s.append(", out ").append(CollectiveMatch.shapes(c.getOutputSizesList())).append(' ')
           .append(String.join(",", c.getOutputDtypesList()));
     }
     if (c.getCommsId() != 0) {
@@ -433,18 +432,6 @@ final class VerdictRules {
       }
     }
     return s.toString();
-  }
-
-  private static String shapes(List<Shape> shapes) {
-    StringBuilder s = new StringBuilder("[");
-    for (int i = 0; i < shapes.size(); i++) {
-      s.append(i == 0 ? "" : ", ");
-      List<Long> dims = shapes.get(i).getDimsList();
-      for (int d = 0; d < dims.size(); d++) {
-        s.append(d == 0 ? "" : "x").append(dims.get(d));
-      }
-    }
-    return s.append(']').toString();
   }
 
   private static String recordLabel(CollectiveRecord r) {

@@ -98,7 +98,7 @@ final class FabricPicture {
     }
     int rows = Math.max(1, Math.max(host.gpus().size(), portRows));
     int hostY = top + (rows * ROW - BOX) / 2;
-    box(svg, "host" + (failing(host.marks()) ? " failing" : "") + (host.culprit() ? " culprit" : ""), HOST_X, hostY,
+    box(svg, "host" + state(host.marks()) + (host.culprit() ? " culprit" : ""), HOST_X, hostY,
         HOST_W, BOX, host.name(), host.name() + marks(host.marks()), false);
     host.marks().forEach(m -> findings.add(new Row(host.name(), m)));
     peer(svg, host.marks(), HOST_X + HOST_W, hostY);
@@ -109,7 +109,7 @@ final class FabricPicture {
       String label = (g.rank() >= 0 ? "rank " + g.rank() : "GPU") + (g.device() >= 0 ? " · cuda:" + g.device() : "")
           + (g.device() < 0 && !g.busId().isEmpty() ? " · " + g.busId() : "");
       String where = host.name() + " " + label;
-      box(svg, "gpu" + (failing(g.marks()) ? " failing" : "") + (g.culprit() ? " culprit" : ""), GPU_X, gy, GPU_W,
+      box(svg, "gpu" + state(g.marks()) + (g.culprit() ? " culprit" : ""), GPU_X, gy, GPU_W,
           BOX, label, where + (g.busId().isEmpty() ? "" : " (bus " + g.busId() + ")")
               + (g.nic().isEmpty() ? ", NIC not named" : ", uses " + g.nic()) + marks(g.marks()), g.culprit());
       g.marks().forEach(m -> findings.add(new Row(where, m)));
@@ -125,7 +125,7 @@ final class FabricPicture {
       int ny = top + first * ROW;
       int nh = (span - 1) * ROW + BOX;
       String where = host.name() + " " + nic.name();
-      box(svg, "nic" + (failing(nic.marks()) ? " failing" : quiet(nic.marks()) ? " quiet" : ""), NIC_X, ny, NIC_W, nh,
+      box(svg, "nic" + state(nic.marks()), NIC_X, ny, NIC_W, nh,
           nic.name(), where + marks(nic.marks()), false);
       nic.marks().forEach(m -> findings.add(new Row(where, m)));
       peer(svg, nic.marks(), NIC_X + NIC_W, ny);
@@ -134,7 +134,7 @@ final class FabricPicture {
         int py = ny + p * ROW;
         String at = where + " port " + port.number();
         line(svg, NIC_X + NIC_W, py + BOX / 2, PORT_X, py + BOX / 2, false);
-        box(svg, "port" + (failing(port.marks()) ? " failing" : quiet(port.marks()) ? " quiet" : ""), PORT_X, py,
+        box(svg, "port" + state(port.marks()), PORT_X, py,
             PORT_W, BOX, "port " + port.number(), at + marks(port.marks()), false);
         port.marks().forEach(m -> findings.add(new Row(at, m)));
         peer(svg, port.marks(), PORT_X + PORT_W, py);
@@ -151,12 +151,9 @@ final class FabricPicture {
     });
   }
 
-  private static boolean failing(List<FabricMap.Mark> marks) {
-    return marks.stream().anyMatch(FabricMap.Mark::failing);
-  }
-
-  private static boolean quiet(List<FabricMap.Mark> marks) {
-    return !marks.isEmpty() && !failing(marks);
+  /** The class a part is drawn with: red when a fault names it, green when only quiet counters do. */
+  private static String state(List<FabricMap.Mark> marks) {
+    return FabricMap.failing(marks) ? " failing" : marks.isEmpty() ? "" : " quiet";
   }
 
   private static String marks(List<FabricMap.Mark> marks) {

@@ -130,17 +130,22 @@ class HangAnalyzerTest {
     assertThat(d.culpritRanks()).containsExactly(1);
   }
 
-  @Test
-  void cascadeAcrossGroupsNamesTheRootNotTheWaiters() {
-    // Rank 5 never issues its tp2 gather; rank 4 waits in it. Everyone else reaches the data-parallel
-    // all_reduce, where rank 4 (queued behind tp2) and 5 (never got there) are missing.
+  /**
+   * Rank 5 never issues its tp2 gather; rank 4 waits in it. Everyone else in dpA reaches the data-parallel
+   * all_reduce, where rank 4 (queued behind tp2) and 5 (never got there) are missing.
+   */
+  private static Snapshots cascadeBehindTp2() {
     Snapshots s = healthySteps(job(), 3);
     s.only("tp2", "_all_gather_base", STARTED, 4);
     for (String tp : List.of("tp0", "tp1", "tp3")) {
       s.all(tp, "_all_gather_base", COMPLETED);
     }
-    s.only("dpA", "all_reduce", STARTED, 0, 2, 6).only("dpA", "all_reduce", SCHEDULED, 4)
-        .only("dpB", "all_reduce", STARTED, 1, 3, 7);
+    return s.only("dpA", "all_reduce", STARTED, 0, 2, 6).only("dpA", "all_reduce", SCHEDULED, 4);
+  }
+
+  @Test
+  void cascadeAcrossGroupsNamesTheRootNotTheWaiters() {
+    Snapshots s = cascadeBehindTp2().only("dpB", "all_reduce", STARTED, 1, 3, 7);
     Diagnosis d = HangAnalyzer.analyze(s.offline());
     assertThat(d.symptom()).isEqualTo(Symptom.CPU_STALL);
     assertThat(d.culpritRanks()).containsExactly(5);
@@ -156,12 +161,7 @@ class HangAnalyzerTest {
 
   @Test
   void picturesWhereEachMemberStandsAroundTheStuckSeqRootCausesFirst() {
-    Snapshots s = healthySteps(job(), 3);
-    s.only("tp2", "_all_gather_base", STARTED, 4);
-    for (String tp : List.of("tp0", "tp1", "tp3")) {
-      s.all(tp, "_all_gather_base", COMPLETED);
-    }
-    s.only("dpA", "all_reduce", STARTED, 0, 2, 6).only("dpA", "all_reduce", SCHEDULED, 4);
+    Snapshots s = cascadeBehindTp2();
     Diagnosis d = HangAnalyzer.analyze(s.offline());
 
     GroupProgress tp2 = d.progress().get(0);

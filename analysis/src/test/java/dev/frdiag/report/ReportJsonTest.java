@@ -121,7 +121,7 @@ class ReportJsonTest {
         evidence,
         List.of(new Culprit(5, "node-b", 4711, 1, "tp1#41 _all_gather_base (completed)",
             List.of("wait_for_batch (loader.py:88)", "train_step (train.py:120)"),
-            List.of("record 812: pg tp1 #41 _all_gather_base completed, in [4096] BFloat16, out [32768] BFloat16, "
+            List.of("record 812: pg tp1 #41 _all_gather_base completed, in [[4096]] BFloat16, out [[32768]] BFloat16, "
                 + "created 2025-03-14T09:19:59Z, started +0.2 ms, completed +3.1 ms"))),
         List.of(
             new StuckCollective(tp, true, List.of(), List.of(4, 6, 7), List.of(), List.of(5), List.of(),

@@ -83,19 +83,31 @@ public final class AnalyzeBench {
     }
   }
 
-  private static void bench(int ranks, Path dir) throws Exception {
-    long t0 = System.nanoTime();
+  /**
+   * A folder as a large job leaves it.
+   *
+   * @param expected what a right report says: symptom and culprit ranks, e.g. "GPU_STALL [364]"
+   * @param bytes the size of its dumps
+   */
+  record Folder(String expected, long bytes) {}
+
+  /** Writes {@code ranks} dumps of {@link #ENTRIES} entries and {@link #STACK_DEPTH}-frame stacks, a GPU stall. */
+  static Folder write(int ranks, Path dir) throws IOException {
     FaultyDumps job = FaultyDumps.builder().ranks(ranks).entriesPerRank(ENTRIES).stackDepth(STACK_DEPTH)
         .fault(Kind.GPU_STALL, ranks * 3 / 4 - 20).build();
     job.write(dir, DumpReader.DEFAULT_PREFIX, Encoding.PICKLE);
-    String expected = job.symptom() + " " + job.culprits();
-    long bytes;
     try (Stream<Path> files = Files.list(dir)) {
-      bytes = files.mapToLong(AnalyzeBench::size).sum();
+      return new Folder(job.symptom() + " " + job.culprits(), files.mapToLong(AnalyzeBench::size).sum());
     }
+  }
+
+  private static void bench(int ranks, Path dir) throws Exception {
+    long t0 = System.nanoTime();
+    Folder folder = write(ranks, dir);
+    String expected = folder.expected();
+    long bytes = folder.bytes();
     System.out.printf("%n%d ranks x %d entries, %d-frame stacks: %.1f MB of pickles in %s (generated in %.1f s); "
         + "injected %s%n", ranks, ENTRIES, STACK_DEPTH, bytes / 1e6, dir, (System.nanoTime() - t0) / 1e9, expected);
-    job = null;
     System.gc();
     System.out.printf("%4s %10s %10s %10s %12s %14s  %s%n", "run", "wall ms", "cpu ms", "read ms", "analyse ms",
         "peak heap MiB", "verdict");

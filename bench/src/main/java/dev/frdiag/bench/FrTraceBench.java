@@ -2,10 +2,6 @@ package dev.frdiag.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.frdiag.readers.pytorch.DumpReader;
-import dev.frdiag.testing.dumps.DumpWriter.Encoding;
-import dev.frdiag.testing.dumps.FaultyDumps;
-import dev.frdiag.testing.dumps.FaultyDumps.Kind;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,7 +9,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * Times {@code fr-diagnose analyze} and PyTorch's own analyzer, {@code fr_trace}, side by side on the same
@@ -76,14 +71,9 @@ public final class FrTraceBench {
   }
 
   private static void compare(int ranks, Path dir, Path frTrace, Path frDiagnose, int runs) throws Exception {
-    FaultyDumps job = FaultyDumps.builder().ranks(ranks).entriesPerRank(AnalyzeBench.ENTRIES)
-        .stackDepth(AnalyzeBench.STACK_DEPTH).fault(Kind.GPU_STALL, ranks * 3 / 4 - 20).build();
-    job.write(dir, DumpReader.DEFAULT_PREFIX, Encoding.PICKLE);
-    String expected = job.symptom() + " " + job.culprits();
-    long bytes;
-    try (Stream<Path> files = Files.list(dir)) {
-      bytes = files.mapToLong(AnalyzeBench::size).sum();
-    }
+    AnalyzeBench.Folder folder = AnalyzeBench.write(ranks, dir);
+    String expected = folder.expected();
+    long bytes = folder.bytes();
     System.out.printf("%n%d ranks x %d entries: %.1f MB of pickles; injected %s%n", ranks, AnalyzeBench.ENTRIES,
         bytes / 1e6, expected);
     System.out.printf("%4s %14s %14s %16s %16s%n", "run", "fr_trace s", "fr_trace MiB", "fr-diagnose s",

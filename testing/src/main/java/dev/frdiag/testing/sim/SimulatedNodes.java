@@ -19,7 +19,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -39,6 +38,8 @@ final class SimulatedNodes {
 
   private final Topology topology;
   private final String jobId;
+  /** Each host's ranks, in rank order: one pass over the world, not one per host. */
+  private final Map<String, List<Integer>> ranksByHost = new TreeMap<>();
   private final CollectorGrpc.CollectorStub stub;
   /** Done when every host's layout post has been answered; later posts go after it, so none is overwritten. */
   private final CompletableFuture<Void> layoutPosted;
@@ -51,8 +52,11 @@ final class SimulatedNodes {
     this.topology = topology;
     this.jobId = jobId;
     this.stub = CollectorGrpc.newStub(channel);
+    for (int rank = 0; rank < topology.worldSize(); rank++) {
+      ranksByHost.computeIfAbsent(topology.hostOf(rank), h -> new ArrayList<>()).add(rank);
+    }
     List<CompletableFuture<Void>> posts = new ArrayList<>();
-    for (String host : hosts()) {
+    for (String host : ranksByHost.keySet()) {
       posts.add(post(layout(host).build()));
     }
     layoutPosted = CompletableFuture.allOf(posts.toArray(CompletableFuture[]::new));
@@ -65,7 +69,7 @@ final class SimulatedNodes {
     Instant now = Instant.now();
     Map<IbPortId, IbPortSnapshot> before = new TreeMap<>();
     Map<IbPortId, IbPortSnapshot> after = new TreeMap<>();
-    for (int local = 0; local < ranksOn(host); local++) {
+    for (int local = 0; local < ranksByHost.get(host).size(); local++) {
       IbPortId id = port(local);
       before.put(id, snapshot(id, true, 0, 0, 1_000_000L));
       after.put(id, id.equals(broken) ? snapshot(id, false, 1, 4_812, 1_000_000L)
@@ -82,32 +86,14 @@ final class SimulatedNodes {
   private NodeContext.Builder layout(String host) {
     NodeContext.Builder node = NodeContext.newBuilder().setJobId(jobId).setHostname(host)
         .setObservedAtNs(System.currentTimeMillis() * 1_000_000L);
-    for (int rank = 0; rank < topology.worldSize(); rank++) {
-      if (topology.hostOf(rank).equals(host)) {
-        int local = topology.localRankOf(rank);
-        IbPortId port = port(local);
-        node.addNics(NicBinding.newBuilder().setRank(rank).setCudaDevice(local)
-            .setGpuBusId(String.format("%02x000", 0x18 + 0x10 * local)).setNic(port.device()).setPort(port.port()))
-            .addRanks(rank);
-      }
+    for (int rank : ranksByHost.get(host)) {
+      int local = topology.localRankOf(rank);
+      IbPortId port = port(local);
+      node.addNics(NicBinding.newBuilder().setRank(rank).setCudaDevice(local)
+          .setGpuBusId(String.format("%02x000", 0x18 + 0x10 * local)).setNic(port.device()).setPort(port.port()))
+          .addRanks(rank);
     }
     return node;
-  }
-
-  private int ranksOn(String host) {
-    int n = 0;
-    for (int rank = 0; rank < topology.worldSize(); rank++) {
-      n += topology.hostOf(rank).equals(host) ? 1 : 0;
-    }
-    return n;
-  }
-
-  private List<String> hosts() {
-    TreeSet<String> hosts = new TreeSet<>();
-    for (int rank = 0; rank < topology.worldSize(); rank++) {
-      hosts.add(topology.hostOf(rank));
-    }
-    return new ArrayList<>(hosts);
   }
 
   private static IbPortId port(int local) {
