@@ -29,7 +29,7 @@ import java.util.TreeSet;
  * library version, pg_status) and puts the dump together; {@link PgConfig} reads the process groups,
  * {@link EntryDecoder} the entries and {@link StackFrames} their stacks.
  *
- * <p>The tree is what {@link SafeUnpickler} or {@link JsonDumps} produced: maps, lists, tuples as
+ * <p>The tree is what {@link PickleDecoder} or {@link JsonDumps} produced: maps, lists, tuples as
  * {@code Object[]}, strings, numbers, booleans and null. Every value visited is counted against a
  * {@link ValueBudget}.
  */

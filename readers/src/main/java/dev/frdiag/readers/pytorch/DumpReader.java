@@ -22,7 +22,7 @@ import java.util.stream.Stream;
  * the JSON of {@code _dump_nccl_trace_json}. Format versions 2.2 to 2.10 are read fully; a newer 2.x is read
  * as far as its fields are known, with a warning.
  *
- * <p>Nothing in a dump is ever instantiated: a pickle is checked opcode by opcode before it is decoded, and one
+ * <p>Nothing in a dump is ever instantiated: each pickle opcode is checked before it acts, and a pickle
  * that imports or calls anything is refused. Every problem is a {@link DumpFormatException} with one message
  * naming the file; a truncated or corrupted file never makes the reader hang or run out of memory.
  *
@@ -31,8 +31,8 @@ import java.util.stream.Stream;
 public final class DumpReader {
   /** Files larger than this are refused unless configured otherwise: real dumps are kilobytes to megabytes. */
   static final long DEFAULT_MAX_FILE_BYTES = 1L << 30;
-  /** How much of a file is checked before the rest is read. */
-  static final int PREFIX_BYTES = 64 * 1024;
+  /** How much of a file is checked before the rest is read: enough to hold a dump's header and first entries. */
+  static final int PREFIX_BYTES = 8 * 1024;
   /** The largest limit that can be configured: a dump is read into one array. */
   public static final long MAX_FILE_BYTES_LIMIT = Integer.MAX_VALUE - 8;
   /** PyTorch's default dump file prefix ({@code TORCH_FR_DUMP_TEMP_FILE}, without its directory). */
@@ -116,11 +116,11 @@ public final class DumpReader {
       boolean json;
       List<String> warnings = new ArrayList<>();
       if ((content[0] & 0xff) == PickleOpcodes.PROTO) {
-        int end = PickleScanner.scan(content, content.length);
-        if (end < content.length) {
-          warnings.add((content.length - end) + " bytes after the pickle's STOP opcode ignored");
+        PickleDecoder.Decoded pickle = PickleDecoder.decode(content, content.length);
+        if (pickle.end() < content.length) {
+          warnings.add((content.length - pickle.end()) + " bytes after the pickle's STOP opcode ignored");
         }
-        root = SafeUnpickler.decode(content, end);
+        root = pickle.value();
         json = false;
       } else if (JsonDumps.looksLikeJson(content, content.length)) {
         root = JsonDumps.decode(content, content.length);
@@ -139,8 +139,8 @@ public final class DumpReader {
           dump.processGroups(), dump.records(), dump.progress(), dump.frames(), warnings);
     } catch (DumpProblem p) {
       throw new DumpFormatException(file, p.getMessage());
-    } catch (IOException | RuntimeException e) {
-      // The scanner admits only what the decoders handle; reaching this is a bug, reported against the file.
+    } catch (RuntimeException e) {
+      // The pickle decoder admits only what the dump decoder handles: reaching this is a bug, named with the file.
       throw new DumpFormatException(file, "internal error while reading the dump: " + e, e);
     }
   }
@@ -342,7 +342,7 @@ public final class DumpReader {
         byte[] head = in.readNBytes((int) Math.min(PREFIX_BYTES, maxFileBytes + 1));
         if (head.length > 0 && (head[0] & 0xff) == PickleOpcodes.PROTO) {
           try {
-            PickleScanner.checkPrefix(head, head.length);
+            PickleDecoder.checkPrefix(head, head.length);
           } catch (DumpProblem p) {
             throw new DumpFormatException(file, p.getMessage());
           }

@@ -8,8 +8,6 @@ import static dev.frdiag.readers.pytorch.DumpValues.integer;
 import static dev.frdiag.readers.pytorch.DumpValues.keyText;
 import static dev.frdiag.readers.pytorch.DumpValues.list;
 import static dev.frdiag.readers.pytorch.DumpValues.number;
-import static dev.frdiag.readers.pytorch.DumpValues.optionalInteger;
-import static dev.frdiag.readers.pytorch.DumpValues.requiredInteger;
 import static dev.frdiag.readers.pytorch.DumpValues.string;
 
 import dev.frdiag.proto.CommsId;
@@ -21,11 +19,9 @@ import dev.frdiag.readers.pytorch.DumpValues.EntryAt;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 
 /**
  * Turns the entries of one dump into {@link CollectiveRecord}s, one entry at a time: checks every key and type a
@@ -33,11 +29,34 @@ import java.util.Set;
  * pg_id each group name has. Not thread-safe; use one per dump.
  */
 final class EntryDecoder {
-  // Set.of(...).contains(null) throws: check that a key is a String before looking it up.
-  private static final Set<String> ENTRY_KEYS = Set.of("frames", "record_id", "pg_id", "process_group",
-      "thread_name", "thread_id", "collective_seq_id", "seq_id", "p2p_seq_id", "op_id", "profiling_name",
-      "time_created_ns", "duration_ms", "input_sizes", "input_dtypes", "output_sizes", "output_dtypes", "state",
-      "time_discovered_started_ns", "time_discovered_completed_ns", "retired", "timeout_ms", "is_p2p");
+  /** The keys an entry may have. */
+  private enum Key {
+    FRAMES("frames"), RECORD_ID("record_id"), PG_ID("pg_id"), PROCESS_GROUP("process_group"),
+    THREAD_NAME("thread_name"), THREAD_ID("thread_id"), COLLECTIVE_SEQ_ID("collective_seq_id"), SEQ_ID("seq_id"),
+    P2P_SEQ_ID("p2p_seq_id"), OP_ID("op_id"), PROFILING_NAME("profiling_name"), TIME_CREATED_NS("time_created_ns"),
+    DURATION_MS("duration_ms"), INPUT_SIZES("input_sizes"), INPUT_DTYPES("input_dtypes"),
+    OUTPUT_SIZES("output_sizes"), OUTPUT_DTYPES("output_dtypes"), STATE("state"),
+    STARTED_NS("time_discovered_started_ns"), COMPLETED_NS("time_discovered_completed_ns"), RETIRED("retired"),
+    TIMEOUT_MS("timeout_ms"), IS_P2P("is_p2p");
+
+    private static final Map<String, Key> BY_NAME = new HashMap<>();
+
+    static {
+      for (Key k : values()) {
+        BY_NAME.put(k.text, k);
+      }
+    }
+
+    final String text;
+
+    Key(String text) {
+      this.text = text;
+    }
+  }
+
+  private static final int KEY_COUNT = Key.values().length;
+  /** One entry's values by key, read in one pass over its dict; a key it lacks is {@link #ABSENT}. */
+  private static final Object ABSENT = new Object();
 
   private final int rank;
   private final PgConfig config;
@@ -53,10 +72,16 @@ final class EntryDecoder {
   private final Map<Repeated, CollectiveRecord> templates = new HashMap<>();
   private final Map<String, ProfilingName> profilingNames = new HashMap<>();
   /**
-   * Frame ids of each stack list the pickle shares through its memo, by identity: entries of one call site point
-   * at one list, so its 73 frames are looked up once, not once per entry. Never mutated once stored.
+   * The key objects of the previous entry, by position, and what they are. Entries list their keys in one order
+   * and the pickle shares each key string through its memo, so an identity test replaces most lookups.
    */
-  private final Map<Object, int[]> stacks = new IdentityHashMap<>();
+  private final Object[] lastKeyObjects = new Object[KEY_COUNT];
+  private final Key[] lastKeys = new Key[KEY_COUNT];
+  /**
+   * Shapes by the decoded lists they come from: entries repeat a few sizes thousands of times, and comparing two
+   * short lists of ints is cheaper than building their protobuf shapes again.
+   */
+  private final Map<List<?>, List<Shape>> shapeLists = new HashMap<>();
   private static final int[] NO_FRAMES = new int[0];
 
   /** The repeated fields of one entry, compared by value. */
@@ -116,24 +141,31 @@ final class EntryDecoder {
     Object where = new At("entries", index);
     Map<?, ?> e = dict(value, where);
     budget.spend(e.size());
-    long recordId = requiredInteger(e, "record_id", where);
+    Object[] f = new Object[KEY_COUNT];
+    Arrays.fill(f, ABSENT);
+    if (e instanceof PickleDict d) {
+      for (int i = 0; i < d.size(); i++) {
+        take(f, key(i, d.keyAt(i)), d.keyAt(i), d.valueAt(i));
+      }
+    } else {
+      int position = 0;
+      for (Map.Entry<?, ?> kv : e.entrySet()) {
+        take(f, key(position++, kv.getKey()), kv.getKey(), kv.getValue());
+      }
+    }
+    long recordId = required(f, Key.RECORD_ID, where);
     if (recordId < 0) {
       throw new DumpProblem(where + ": 'record_id' is negative (" + recordId + ")");
     }
     where = new EntryAt(index, recordId);
-    for (Object k : e.keySet()) {
-      if (!(k instanceof String) || !ENTRY_KEYS.contains(k)) {
-        warnings.add("entries: unknown key " + keyText(k) + " ignored");
-      }
-    }
 
-    if (!e.containsKey("process_group")) {
+    if (!has(f, Key.PROCESS_GROUP)) {
       throw new DumpProblem(where + ": missing key 'process_group'");
     }
-    String[] pg = nameAndDesc(e.get("process_group"), where);
+    String[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
     String pgName = pg[0];
-    if (e.containsKey("pg_id")) {
-      long pgId = integer(e.get("pg_id"), new At(where, "pg_id"));
+    if (has(f, Key.PG_ID)) {
+      long pgId = integer(get(f, Key.PG_ID), new At(where, "pg_id"));
       String before = pgIdToName.putIfAbsent(pgId, pgName);
       if (before != null && !before.equals(pgName)) {
         warnings.add("pg_id " + pgId + " is used for process groups '" + abbreviate(before) + "' and '"
@@ -142,22 +174,22 @@ final class EntryDecoder {
     }
 
     long collectiveSeq;
-    if (e.containsKey("collective_seq_id")) {
-      collectiveSeq = integer(e.get("collective_seq_id"), new At(where, "collective_seq_id"));
-    } else if (e.containsKey("seq_id")) {
-      collectiveSeq = integer(e.get("seq_id"), new At(where, "seq_id"));
+    if (has(f, Key.COLLECTIVE_SEQ_ID)) {
+      collectiveSeq = integer(get(f, Key.COLLECTIVE_SEQ_ID), new At(where, "collective_seq_id"));
+    } else if (has(f, Key.SEQ_ID)) {
+      collectiveSeq = integer(get(f, Key.SEQ_ID), new At(where, "seq_id"));
     } else {
       throw new DumpProblem(where + ": missing key 'collective_seq_id'");
     }
-    long p2pSeq = optionalInteger(e, "p2p_seq_id", where, 0);
-    long opId = optionalInteger(e, "op_id", where, 0);
-    if (!e.containsKey("profiling_name")) {
+    long p2pSeq = optional(f, Key.P2P_SEQ_ID, where, 0);
+    long opId = optional(f, Key.OP_ID, where, 0);
+    if (!has(f, Key.PROFILING_NAME)) {
       throw new DumpProblem(where + ": missing key 'profiling_name'");
     }
-    String profilingName = string(e.get("profiling_name"), new At(where, "profiling_name"));
+    String profilingName = string(get(f, Key.PROFILING_NAME), new At(where, "profiling_name"));
     ProfilingName name = profilingNames.computeIfAbsent(profilingName, ProfilingName::parse);
-    boolean isP2p = e.containsKey("is_p2p")
-        ? bool(e.get("is_p2p"), new At(where, "is_p2p"))
+    boolean isP2p = has(f, Key.IS_P2P)
+        ? bool(get(f, Key.IS_P2P), new At(where, "is_p2p"))
         : name.op().equals("send") || name.op().equals("recv");
 
     CollectiveRecord.Builder b = CollectiveRecord.newBuilder()
@@ -169,45 +201,37 @@ final class EntryDecoder {
         .setOp(name.op())
         .setBackend(name.backend())
         .setIsP2P(isP2p)
-        .setTimeCreatedNs(requiredInteger(e, "time_created_ns", where))
-        .setState(state(e, where))
-        .setTimeStartedNs(timestamp(e, "time_discovered_started_ns", where))
-        .setTimeCompletedNs(timestamp(e, "time_discovered_completed_ns", where))
-        .setTimeoutMs(optionalInteger(e, "timeout_ms", where, 0))
-        .setRetired(e.containsKey("retired") && bool(e.get("retired"), new At(where, "retired")));
-    if (e.containsKey("duration_ms")) {
-      b.setDurationMs(number(e.get("duration_ms"), new At(where, "duration_ms")));
+        .setTimeCreatedNs(required(f, Key.TIME_CREATED_NS, where))
+        .setState(state(f, where))
+        .setTimeStartedNs(timestamp(f, Key.STARTED_NS, where))
+        .setTimeCompletedNs(timestamp(f, Key.COMPLETED_NS, where))
+        .setTimeoutMs(optional(f, Key.TIMEOUT_MS, where, 0))
+        .setRetired(has(f, Key.RETIRED) && bool(get(f, Key.RETIRED), new At(where, "retired")));
+    if (has(f, Key.DURATION_MS)) {
+      b.setDurationMs(number(get(f, Key.DURATION_MS), new At(where, "duration_ms")));
     }
-    if (e.containsKey("thread_name")) {
-      b.setThreadName(string(e.get("thread_name"), new At(where, "thread_name")));
+    if (has(f, Key.THREAD_NAME)) {
+      b.setThreadName(string(get(f, Key.THREAD_NAME), new At(where, "thread_name")));
     }
-    if (e.containsKey("thread_id")) {
-      b.setThreadId(string(e.get("thread_id"), new At(where, "thread_id")));
+    if (has(f, Key.THREAD_ID)) {
+      b.setThreadId(string(get(f, Key.THREAD_ID), new At(where, "thread_id")));
     }
-    List<Shape> inputSizes = e.containsKey("input_sizes")
-        ? shapes(e.get("input_sizes"), new At(where, "input_sizes")) : List.of();
-    List<Shape> outputSizes = e.containsKey("output_sizes")
-        ? shapes(e.get("output_sizes"), new At(where, "output_sizes")) : List.of();
-    List<String> inputDtypes = e.containsKey("input_dtypes")
-        ? strings(e.get("input_dtypes"), new At(where, "input_dtypes")) : List.of();
-    List<String> outputDtypes = e.containsKey("output_dtypes")
-        ? strings(e.get("output_dtypes"), new At(where, "output_dtypes")) : List.of();
+    List<Shape> inputSizes = has(f, Key.INPUT_SIZES)
+        ? shapes(get(f, Key.INPUT_SIZES), new At(where, "input_sizes")) : List.of();
+    List<Shape> outputSizes = has(f, Key.OUTPUT_SIZES)
+        ? shapes(get(f, Key.OUTPUT_SIZES), new At(where, "output_sizes")) : List.of();
+    List<String> inputDtypes = has(f, Key.INPUT_DTYPES)
+        ? strings(get(f, Key.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
+    List<String> outputDtypes = has(f, Key.OUTPUT_DTYPES)
+        ? strings(get(f, Key.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
     int[] frameList = NO_FRAMES;
-    if (e.containsKey("frames")) {
-      Object raw = e.get("frames");
-      int[] known = stacks.get(raw);
-      if (known != null) {
-        budget.spend(known.length);
-        frameList = known;
-      } else {
-        At framesAt = new At(where, "frames");
-        List<?> list = list(raw, framesAt);
-        budget.spend(list.size());
-        frameList = new int[list.size()];
-        for (int i = 0; i < list.size(); i++) {
-          frameList[i] = frames.id(list.get(i), framesAt, i);
-        }
-        stacks.put(raw, frameList);
+    if (has(f, Key.FRAMES)) {
+      At framesAt = new At(where, "frames");
+      List<?> list = list(get(f, Key.FRAMES), framesAt);
+      budget.spend(list.size());
+      frameList = new int[list.size()];
+      for (int i = 0; i < list.size(); i++) {
+        frameList[i] = frames.id(list.get(i), framesAt, i);
       }
     }
     // An empty repeated field takes the template's list as it is: records share them instead of copying.
@@ -256,11 +280,52 @@ final class EntryDecoder {
     return new String[] {name, desc};
   }
 
-  private CollectiveState state(Map<?, ?> e, Object where) {
-    if (!e.containsKey("state")) {
+  private void take(Object[] f, Key key, Object k, Object v) {
+    if (key == null) {
+      warnings.add("entries: unknown key " + keyText(k) + " ignored");
+    } else {
+      f[key.ordinal()] = v;
+    }
+  }
+
+  /** What the entry's {@code position}-th key is, or null for a key entries do not have. */
+  private Key key(int position, Object k) {
+    if (position < KEY_COUNT && k != null && lastKeyObjects[position] == k) {
+      return lastKeys[position];
+    }
+    Key key = k instanceof String text ? Key.BY_NAME.get(text) : null;
+    if (position < KEY_COUNT) {
+      lastKeyObjects[position] = k;
+      lastKeys[position] = key;
+    }
+    return key;
+  }
+
+  private static boolean has(Object[] f, Key key) {
+    return f[key.ordinal()] != ABSENT;
+  }
+
+  private static Object get(Object[] f, Key key) {
+    Object v = f[key.ordinal()];
+    return v == ABSENT ? null : v;
+  }
+
+  private static long required(Object[] f, Key key, Object where) {
+    if (!has(f, key)) {
+      throw new DumpProblem(where + ": missing key '" + key.text + "'");
+    }
+    return integer(get(f, key), new At(where, key.text));
+  }
+
+  private static long optional(Object[] f, Key key, Object where, long absent) {
+    return has(f, key) ? integer(get(f, key), new At(where, key.text)) : absent;
+  }
+
+  private CollectiveState state(Object[] f, Object where) {
+    if (!has(f, Key.STATE)) {
       throw new DumpProblem(where + ": missing key 'state'");
     }
-    String s = string(e.get("state"), new At(where, "state"));
+    String s = string(get(f, Key.STATE), new At(where, "state"));
     switch (s) {
       case "scheduled":
         return CollectiveState.SCHEDULED;
@@ -275,14 +340,14 @@ final class EntryDecoder {
   }
 
   /** None (pickle) and 0 (JSON) both mean "not seen". */
-  private long timestamp(Map<?, ?> e, String key, Object where) {
-    Object v = e.get(key);
+  private static long timestamp(Object[] f, Key key, Object where) {
+    Object v = get(f, key);
     if (v == null) {
       return 0;
     }
-    long t = integer(v, new At(where, key));
+    long t = integer(v, new At(where, key.text));
     if (t < 0) {
-      throw new DumpProblem(where + ": '" + key + "' is negative (" + t + ")");
+      throw new DumpProblem(where + ": '" + key.text + "' is negative (" + t + ")");
     }
     return t;
   }
@@ -305,6 +370,15 @@ final class EntryDecoder {
   private List<Shape> shapes(Object value, Object where) {
     List<?> list = list(value, where);
     budget.spend(list.size());
+    // Only lists of lists of ints are looked up: hashing anything deeper could recurse without bound.
+    boolean plain = isListOfInts(list);
+    List<Shape> known = plain ? shapeLists.get(list) : null;
+    if (known != null) {
+      for (Shape shape : known) {
+        budget.spend(shape.getDimsCount());
+      }
+      return known;
+    }
     List<Shape> out = new ArrayList<>(list.size());
     for (int i = 0; i < list.size(); i++) {
       List<?> dims = list(list.get(i), new At(where, i));
@@ -315,7 +389,24 @@ final class EntryDecoder {
       }
       out.add(s.build());
     }
+    if (plain) {
+      shapeLists.put(list, out);
+    }
     return out;
+  }
+
+  private static boolean isListOfInts(List<?> shapes) {
+    for (Object shape : shapes) {
+      if (!(shape instanceof List<?> dims)) {
+        return false;
+      }
+      for (Object d : dims) {
+        if (!(d instanceof Integer || d instanceof Long)) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   private List<String> strings(Object value, Object where) {

@@ -22,19 +22,26 @@ public final class PgStatus {
   public static Map<String, long[]> seqRanges(Collection<FlightRecorderDump> dumps) {
     Map<String, long[]> ranges = new HashMap<>();
     for (FlightRecorderDump d : dumps) {
-      Map<String, String> keys = keysOf(d);
+      // By name within the dump first: a key spells out the members (thousands of characters for a world group),
+      // and comparing it once per record rather than once per group was most of a large folder's cost.
+      Map<String, long[]> byName = new HashMap<>();
       for (CollectiveRecord r : d.records()) {
-        String key = keys.get(r.getProcessGroup());
-        if (key == null) {
-          continue;
-        }
-        long[] range = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
+        long[] range = byName.computeIfAbsent(r.getProcessGroup(), k -> new long[] {-1, -1});
         if (r.getIsP2P()) {
           range[1] = Math.max(range[1], r.getP2PSeq());
         } else {
           range[0] = Math.max(range[0], r.getCollectiveSeq());
         }
       }
+      Map<String, String> keys = keysOf(d);
+      byName.forEach((name, range) -> {
+        String key = keys.get(name);
+        if (key != null) {
+          long[] all = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
+          all[0] = Math.max(all[0], range[0]);
+          all[1] = Math.max(all[1], range[1]);
+        }
+      });
     }
     return ranges;
   }

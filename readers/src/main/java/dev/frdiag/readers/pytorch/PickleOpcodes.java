@@ -83,7 +83,7 @@ final class PickleOpcodes {
   private static final String[] NAMES = new String[256];
   /** Opcodes that import, call or look up something outside the data: never allowed. */
   private static final boolean[] FORBIDDEN = new boolean[256];
-  /** Opcodes the scanner (and so the decoder) accepts. */
+  /** Opcodes the decoder accepts. */
   private static final boolean[] ALLOWED = new boolean[256];
 
   static {

@@ -1,8 +1,8 @@
 package dev.frdiag.readers.pytorch;
 
 import dev.frdiag.testing.dumps.PickleWriter;
-import java.io.IOException;
-import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -17,12 +17,23 @@ final class Pickles {
     return w.finish();
   }
 
+  /** Decodes as the reader does, into maps and lists the test may change. */
   static Object decode(byte[] pickle) {
-    try {
-      return SafeUnpickler.decode(pickle, PickleScanner.scan(pickle, pickle.length));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    return mutable(PickleDecoder.decode(pickle, pickle.length).value());
+  }
+
+  private static Object mutable(Object v) {
+    if (v instanceof Map<?, ?> m) {
+      Map<Object, Object> copy = new LinkedHashMap<>();
+      m.forEach((k, value) -> copy.put(k, mutable(value)));
+      return copy;
     }
+    if (v instanceof List<?> l) {
+      List<Object> copy = new ArrayList<>(l.size());
+      l.forEach(item -> copy.add(mutable(item)));
+      return copy;
+    }
+    return v;
   }
 
   private static void write(PickleWriter w, Object v) {

@@ -40,24 +40,31 @@ import static dev.frdiag.readers.pytorch.PickleOpcodes.isForbidden;
 import static dev.frdiag.readers.pytorch.PickleOpcodes.isKnown;
 import static dev.frdiag.readers.pytorch.PickleOpcodes.opName;
 
+import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
 
 /**
- * Checks a pickle before anything is built from it: walks every opcode and simulates the unpickler's stack
- * with types only, so that the decoder that runs afterwards can neither instantiate a class, allocate a
- * buffer bigger than the file, pop an empty stack, cast to the wrong container, nor build a cycle.
+ * Decodes a pickle in one pass, checking every opcode before it acts on it: the stack is kept twice, once as the
+ * kinds of its values and once as the values, so that a pickle can neither instantiate a class, allocate a buffer
+ * bigger than the file, pop an empty stack, cast to the wrong container, nor build a cycle, and whatever is wrong
+ * is named with its byte offset.
+ *
+ * <p>Values come out as {@link PickleDict} (dicts, in file order), {@code ArrayList} (lists), {@code Object[]}
+ * (tuples), {@code String}, {@code Integer} (BININT*), {@code Long} or {@code BigInteger} (LONG1/LONG4),
+ * {@code Double}, {@code Boolean} and null. Not thread-safe; use one per pickle.
  *
  * <p>What a Flight Recorder dump may contain is what {@code torch::jit::Pickler} writes for dicts, lists,
  * tuples, strings, ints, floats, bools and None (plus the few variants Python's own pickler uses for the same
  * values). Opcodes that import or call anything (GLOBAL, REDUCE, BUILD, …) are refused outright.
  */
-final class PickleScanner {
+final class PickleDecoder {
   // Value kinds on the simulated stack; containers that can change (list, dict) also carry an id.
   private static final int K_STR = 1;
   private static final int K_INT = 2;
@@ -76,8 +83,10 @@ final class PickleScanner {
   private int opStart;
   private int op;
 
-  /** Stack of values: {@code kind | containerId << 4}. */
+  /** Stack of value kinds: {@code kind | containerId << 4}. */
   private long[] stack = new long[64];
+  /** The values themselves, beside their kinds. */
+  private Object[] values = new Object[64];
   private int top;
   /** Stack heights at each open MARK. */
   private int[] marks = new int[16];
@@ -86,6 +95,7 @@ final class PickleScanner {
   private int consumedEnd;
   /** Memo slots by id; 0 = empty. */
   private long[] memo = new long[64];
+  private Object[] memoValues = new Object[64];
   /** Distinct memo ids stored so far: what Python's MEMOIZE numbers the next one with. */
   private int memoSize;
   private int containers;
@@ -94,20 +104,23 @@ final class PickleScanner {
   private final CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
       .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
 
-  private PickleScanner(byte[] data, int length) {
+  /** A decoded pickle: its value, and where its STOP opcode ends (anything after it is not part of it). */
+  record Decoded(Object value, int end) {}
+
+  private PickleDecoder(byte[] data, int length) {
     this.data = data;
     this.end = length;
   }
 
   /**
-   * Scans {@code data[0, length)}.
+   * Decodes {@code data[0, length)}.
    *
-   * @return the number of bytes up to and including the STOP opcode (anything after it is not part of the
-   *     pickle)
    * @throws DumpProblem describing the first problem, with its byte offset
    */
-  static int scan(byte[] data, int length) {
-    return new PickleScanner(data, length).run();
+  static Decoded decode(byte[] data, int length) {
+    PickleDecoder d = new PickleDecoder(data, length);
+    int end = d.run();
+    return new Decoded(d.values[0], end);
   }
 
   /**
@@ -118,7 +131,7 @@ final class PickleScanner {
    */
   static void checkPrefix(byte[] prefix, int length) {
     try {
-      scan(prefix, length);
+      decode(prefix, length);
     } catch (DumpProblem p) {
       if (!p.getMessage().startsWith(TRUNCATED)) {
         throw p;
@@ -171,81 +184,84 @@ final class PickleScanner {
           }
           marks[markCount++] = top;
         }
-        case EMPTY_DICT -> push(container(K_DICT));
-        case EMPTY_LIST -> push(container(K_LIST));
-        case EMPTY_TUPLE -> push(K_TUPLE);
+        case EMPTY_DICT -> push(container(K_DICT), new PickleDict());
+        case EMPTY_LIST -> push(container(K_LIST), new ArrayList<>());
+        case EMPTY_TUPLE -> push(K_TUPLE, new Object[0]);
         case DICT -> {
           int from = popMark();
           checkPairs(from, consumedEnd);
-          push(container(K_DICT));
+          PickleDict dict = new PickleDict();
+          putPairs(dict, from, consumedEnd);
+          push(container(K_DICT), dict);
         }
         case LIST -> {
-          popMark();
-          push(container(K_LIST));
+          int from = popMark();
+          push(container(K_LIST), new ArrayList<>(Arrays.asList(values).subList(from, consumedEnd)));
         }
         case TUPLE -> {
-          popMark();
-          push(K_TUPLE);
+          int from = popMark();
+          push(K_TUPLE, Arrays.copyOfRange(values, from, consumedEnd));
         }
         case TUPLE1, TUPLE2, TUPLE3 -> {
           pop(op - TUPLE1 + 1);
-          push(K_TUPLE);
+          push(K_TUPLE, Arrays.copyOfRange(values, top, top + op - TUPLE1 + 1));
         }
         case APPEND -> {
           pop(1);
           modify(K_LIST);
+          list(top - 1).add(values[top]);
         }
         case APPENDS -> {
-          popMark();
+          int from = popMark();
           modify(K_LIST);
+          ArrayList<Object> list = list(top - 1);
+          list.ensureCapacity(list.size() + consumedEnd - from);
+          for (int i = from; i < consumedEnd; i++) {
+            list.add(values[i]);
+          }
         }
         case SETITEM -> {
           pop(2);
           checkPairs(top, top + 2);
           modify(K_DICT);
+          ((PickleDict) values[top - 1]).put(values[top], values[top + 1]);
         }
         case SETITEMS -> {
           int from = popMark();
           checkPairs(from, consumedEnd);
           modify(K_DICT);
+          putPairs((PickleDict) values[top - 1], from, consumedEnd);
         }
         case BINUNICODE -> string(u32());
         case SHORT_BINUNICODE -> string(u8());
         case BINUNICODE8 -> string(u64());
-        case BININT -> {
-          need(4);
-          pos += 4;
-          push(K_INT);
-        }
-        case BININT1 -> {
-          need(1);
-          pos += 1;
-          push(K_INT);
-        }
+        case BININT -> push(K_INT, (int) s32());
+        case BININT1 -> push(K_INT, u8());
         case BININT2 -> {
           need(2);
           pos += 2;
-          push(K_INT);
+          push(K_INT, (data[pos - 2] & 0xff) | (data[pos - 1] & 0xff) << 8);
         }
-        case LONG1 -> {
-          skip(u8(), "LONG1");
-          push(K_INT);
-        }
+        case LONG1 -> push(K_INT, longValue(u8(), "LONG1"));
         case LONG4 -> {
           long n = s32();
           if (n < 0) {
             throw problem("negative length " + n);
           }
-          skip(n, "LONG4");
-          push(K_INT);
+          push(K_INT, longValue(n, "LONG4"));
         }
         case BINFLOAT -> {
           need(8);
+          long bits = 0;
+          for (int i = 0; i < 8; i++) {
+            bits = bits << 8 | (data[pos + i] & 0xffL);
+          }
           pos += 8;
-          push(K_FLOAT);
+          push(K_FLOAT, Double.longBitsToDouble(bits));
         }
-        case NONE -> push(K_NONE);
-        case NEWTRUE, NEWFALSE -> push(K_BOOL);
+        case NONE -> push(K_NONE, null);
+        case NEWTRUE -> push(K_BOOL, Boolean.TRUE);
+        case NEWFALSE -> push(K_BOOL, Boolean.FALSE);
         case BINPUT -> put(u8());
         case LONG_BINPUT -> put(u32());
         case MEMOIZE -> put(memoSize);
@@ -267,12 +283,30 @@ final class PickleScanner {
     }
   }
 
-  private void skip(long n, String what) {
+  /** A little-endian two's complement integer of {@code n} bytes, as LONG1 and LONG4 carry it. */
+  private Number longValue(long n, String what) {
     if (end - pos < n) {
       throw new DumpProblem(TRUNCATED + opStart + " of " + end + ": " + what + " declares " + n
           + " bytes but " + (end - pos) + " remain");
     }
-    pos += (int) n;
+    int len = (int) n;
+    int from = pos;
+    pos += len;
+    if (len == 0) {
+      return 0L;
+    }
+    if (len <= 8) {
+      long v = data[from + len - 1]; // sign-extended top byte
+      for (int i = len - 2; i >= 0; i--) {
+        v = v << 8 | (data[from + i] & 0xffL);
+      }
+      return v;
+    }
+    byte[] bigEndian = new byte[len];
+    for (int i = 0; i < len; i++) {
+      bigEndian[i] = data[from + len - 1 - i];
+    }
+    return new BigInteger(bigEndian);
   }
 
   private int u8() {
@@ -309,15 +343,19 @@ final class PickleScanner {
           + " declares a string of " + Long.toUnsignedString(length) + " bytes but " + (end - pos) + " remain");
     }
     int n = (int) length;
-    if (!isAscii(pos, n)) {
+    String text;
+    if (isAscii(pos, n)) {
+      // Latin-1 of ASCII bytes is the same text, and the JDK copies it without decoding.
+      text = new String(data, pos, n, StandardCharsets.ISO_8859_1);
+    } else {
       try {
-        utf8.reset().decode(ByteBuffer.wrap(data, pos, n));
+        text = utf8.reset().decode(ByteBuffer.wrap(data, pos, n)).toString();
       } catch (CharacterCodingException e) {
         throw problem("the string is not valid UTF-8");
       }
     }
     pos += n;
-    push(K_STR);
+    push(K_STR, text);
   }
 
   private boolean isAscii(int from, int n) {
@@ -333,11 +371,25 @@ final class PickleScanner {
     return kind | (long) containers++ << 4;
   }
 
-  private void push(long value) {
+  private void push(long kind, Object value) {
     if (top == stack.length) {
       stack = Arrays.copyOf(stack, top * 2);
+      values = Arrays.copyOf(values, top * 2);
     }
-    stack[top++] = value;
+    stack[top] = kind;
+    values[top++] = value;
+  }
+
+  @SuppressWarnings("unchecked")
+  private ArrayList<Object> list(int at) {
+    return (ArrayList<Object>) values[at];
+  }
+
+  private void putPairs(PickleDict dict, int from, int to) {
+    dict.reserve((to - from) / 2);
+    for (int i = from; i < to; i += 2) {
+      dict.put(values[i], values[i + 1]);
+    }
   }
 
   /** Height of the stack at the innermost open MARK, or 0. */
@@ -407,11 +459,13 @@ final class PickleScanner {
     int slot = (int) id;
     if (slot >= memo.length) {
       memo = Arrays.copyOf(memo, Math.max(slot + 1, memo.length * 2));
+      memoValues = Arrays.copyOf(memoValues, memo.length);
     }
     if (memo[slot] == 0) {
       memoSize++;
     }
     memo[slot] = stack[top - 1];
+    memoValues[slot] = values[top - 1];
   }
 
   private void get(long id) {
@@ -423,6 +477,6 @@ final class PickleScanner {
     if (kind == K_LIST || kind == K_DICT) {
       shared.set((int) (value >>> 4));
     }
-    push(value);
+    push(value, memoValues[(int) id]);
   }
 }
