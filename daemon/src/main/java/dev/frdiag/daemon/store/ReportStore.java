@@ -259,11 +259,22 @@ public final class ReportStore {
   /** Writes one report's files and indexes it; false (logged, counted) when the disk refused. */
   private boolean write(Report report) {
     Path dir = root.resolve(report.job());
+    // Both renderings before either file: a report that cannot be rendered (a heap exhausted by a huge job) leaves
+    // nothing behind, rather than a Markdown file with no report beside it.
+    String markdown = ReportText.markdown(report);
+    String json = ReportJson.write(report);
+    Path md = dir.resolve(report.reportId() + ".md");
     try {
       Files.createDirectories(dir);
-      writer.write(dir.resolve(report.reportId() + ".md"), ReportText.markdown(report));
+      writer.write(md, markdown);
       // The JSON is what a restart loads: written last, so a report on disk is always a whole one.
-      writer.write(dir.resolve(report.reportId() + ".json"), ReportJson.write(report));
+      try {
+        writer.write(dir.resolve(report.reportId() + ".json"), json);
+      } catch (IOException | UncheckedIOException e) {
+        // Both or neither: the retry writes the two again.
+        deleteQuietly(md);
+        throw e;
+      }
     } catch (IOException | UncheckedIOException e) {
       writeErrors.incrementAndGet();
       boolean wasHealthy = healthy;
@@ -283,6 +294,14 @@ public final class ReportStore {
     }
     prune(report.job());
     return true;
+  }
+
+  private static void deleteQuietly(Path file) {
+    try {
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      log.warn("cannot remove {} after its report failed to write: {}", file, e.getMessage());
+    }
   }
 
   /** Removes the job's reports the retention no longer allows, oldest first; never the newest. */

@@ -228,6 +228,29 @@ class ReportStoreTest {
   }
 
   @Test
+  void aReportIsOnDiskWholeOrNotAtAllWhenTheDiskFillsBetweenItsTwoFiles() throws IOException {
+    java.util.concurrent.atomic.AtomicBoolean full = new java.util.concurrent.atomic.AtomicBoolean(true);
+    ReportStore store = new ReportStore(dataDir, (target, content) -> {
+      if (full.get() && target.toString().endsWith(".json")) {
+        throw new IOException("No space left on device");
+      }
+      ReportStore.writeDurably(target, content);
+    });
+    Report r = report(store.nextReportId("job"), "job");
+    store.save(r);
+
+    assertThat(store.pendingReports()).isEqualTo(1);
+    try (var files = Files.list(jobDir("job"))) {
+      assertThat(files.map(f -> f.getFileName().toString())).as("neither file of the report").isEmpty();
+    }
+
+    full.set(false);
+    store.retryPending();
+    assertThat(jobDir("job").resolve("job-000001.md")).exists();
+    assertThat(jobDir("job").resolve("job-000001.json")).exists();
+  }
+
+  @Test
   void aDataDirThatCannotBeWrittenIsNoticedAtStart() throws IOException {
     ReportStore store = new ReportStore(dataDir, (target, content) -> {
       throw new IOException("Read-only file system");
