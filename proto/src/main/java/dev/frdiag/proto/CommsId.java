@@ -91,12 +91,30 @@ public final class CommsId {
 
   /** The comms_id from its six defining values; see the class comment for the encoding. */
   public static long of(String processGroupName, long seq, boolean isP2p, long start, long stride, long size) {
+    return of(namePrefix(processGroupName), seq, isP2p, start, stride, size);
+  }
+
+  /**
+   * The hash of a group's name alone, where every comms_id of the group starts: a reader of many records of one
+   * group hashes the name once and passes this to {@link #of(long, long, boolean, GroupLayout)}.
+   */
+  public static long namePrefix(String processGroupName) {
     byte[] name = processGroupName.getBytes(StandardCharsets.UTF_8);
     long h = FNV_OFFSET_BASIS;
     h = mixLittleEndian(h, name.length, 4);
     for (byte b : name) {
       h = mix(h, b);
     }
+    return h;
+  }
+
+  /** The comms_id of operation {@code seq} on a group whose {@link #namePrefix} is {@code namePrefix}. */
+  public static long of(long namePrefix, long seq, boolean isP2p, GroupLayout layout) {
+    return of(namePrefix, seq, isP2p, layout.start(), layout.stride(), layout.size());
+  }
+
+  private static long of(long namePrefix, long seq, boolean isP2p, long start, long stride, long size) {
+    long h = namePrefix;
     h = mixLittleEndian(h, seq, 8);
     h = mix(h, (byte) (isP2p ? 1 : 0));
     h = mixLittleEndian(h, start, 8);

@@ -338,7 +338,7 @@ public final class DumpReader {
         throw new DumpFormatException(file, tooLarge(size));
       }
       try (InputStream in = Files.newInputStream(file)) {
-        // A file that is no dump fails on its first bytes, before a gigabyte of it is read.
+        // A file that is no dump fails on its first bytes, before a gigabyte of it is read or allocated.
         byte[] head = in.readNBytes((int) Math.min(PREFIX_BYTES, maxFileBytes + 1));
         if (head.length > 0 && (head[0] & 0xff) == PickleOpcodes.PROTO) {
           try {
@@ -347,13 +347,22 @@ public final class DumpReader {
             throw new DumpFormatException(file, p.getMessage());
           }
         }
-        byte[] rest = in.readNBytes((int) Math.max(0, maxFileBytes + 1 - head.length));
-        if (head.length + (long) rest.length > maxFileBytes) {
-          throw new DumpFormatException(file, tooLarge(head.length + (long) rest.length));
+        // The rest goes into one array of the file's size; the file may still grow while read (a dump being written).
+        byte[] data = java.util.Arrays.copyOf(head, (int) Math.min(Math.max(size, head.length), maxFileBytes + 1));
+        int n = head.length;
+        n += in.readNBytes(data, n, data.length - n);
+        if (n == data.length) {
+          byte[] more = in.readNBytes((int) Math.max(0, maxFileBytes + 1 - n));
+          if (more.length > 0) {
+            data = java.util.Arrays.copyOf(data, n + more.length);
+            System.arraycopy(more, 0, data, n, more.length);
+            n += more.length;
+          }
         }
-        byte[] data = java.util.Arrays.copyOf(head, head.length + rest.length);
-        System.arraycopy(rest, 0, data, head.length, rest.length);
-        return data;
+        if (n > maxFileBytes) {
+          throw new DumpFormatException(file, tooLarge(n));
+        }
+        return n == data.length ? data : java.util.Arrays.copyOf(data, n);
       }
     } catch (NoSuchFileException e) {
       throw new DumpFormatException(file, "no such file", e);

@@ -82,30 +82,47 @@ final class EntryDecoder {
    * short lists of ints is cheaper than building their protobuf shapes again.
    */
   private final Map<List<?>, List<Shape>> shapeLists = new HashMap<>();
-  private static final int[] NO_FRAMES = new int[0];
+  /** The frame ids of the entry being read; see {@link Repeated}. */
+  private int[] frameIds = new int[128];
 
-  /** The repeated fields of one entry, compared by value. */
+  /**
+   * The repeated fields of one entry, compared by value. Its frame ids are the first {@code frameCount} of
+   * {@code frameIds}: an entry's are looked up in a reused buffer, and only a new combination keeps a copy.
+   */
   private static final class Repeated {
     final List<Shape> inputSizes;
     final List<Shape> outputSizes;
     final List<String> inputDtypes;
     final List<String> outputDtypes;
     final int[] frameIds;
+    final int frameCount;
     private final int hash;
 
     Repeated(List<Shape> inputSizes, List<Shape> outputSizes, List<String> inputDtypes, List<String> outputDtypes,
-        int[] frameIds) {
+        int[] frameIds, int frameCount) {
       this.inputSizes = inputSizes;
       this.outputSizes = outputSizes;
       this.inputDtypes = inputDtypes;
       this.outputDtypes = outputDtypes;
       this.frameIds = frameIds;
-      this.hash = Objects.hash(inputSizes, outputSizes, inputDtypes, outputDtypes) * 31 + Arrays.hashCode(frameIds);
+      this.frameCount = frameCount;
+      int h = Objects.hash(inputSizes, outputSizes, inputDtypes, outputDtypes);
+      for (int i = 0; i < frameCount; i++) {
+        h = h * 31 + frameIds[i];
+      }
+      this.hash = h;
+    }
+
+    /** This key with a frame-id array of its own, to be kept. */
+    Repeated kept() {
+      return new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, Arrays.copyOf(frameIds, frameCount),
+          frameCount);
     }
 
     @Override
     public boolean equals(Object o) {
-      return o instanceof Repeated r && hash == r.hash && Arrays.equals(frameIds, r.frameIds)
+      return o instanceof Repeated r && hash == r.hash
+          && Arrays.equals(frameIds, 0, frameCount, r.frameIds, 0, r.frameCount)
           && inputSizes.equals(r.inputSizes) && outputSizes.equals(r.outputSizes)
           && inputDtypes.equals(r.inputDtypes) && outputDtypes.equals(r.outputDtypes);
     }
@@ -224,18 +241,21 @@ final class EntryDecoder {
         ? strings(get(f, Key.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
     List<String> outputDtypes = has(f, Key.OUTPUT_DTYPES)
         ? strings(get(f, Key.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
-    int[] frameList = NO_FRAMES;
+    int frameCount = 0;
     if (has(f, Key.FRAMES)) {
       At framesAt = new At(where, "frames");
       List<?> list = list(get(f, Key.FRAMES), framesAt);
       budget.spend(list.size());
-      frameList = new int[list.size()];
-      for (int i = 0; i < list.size(); i++) {
-        frameList[i] = frames.id(list.get(i), framesAt, i);
+      if (list.size() > frameIds.length) {
+        frameIds = new int[list.size()];
       }
+      for (int i = 0; i < list.size(); i++) {
+        frameIds[i] = frames.id(list.get(i), framesAt, i);
+      }
+      frameCount = list.size();
     }
     // An empty repeated field takes the template's list as it is: records share them instead of copying.
-    b.mergeFrom(template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameList)));
+    b.mergeFrom(template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameIds, frameCount)));
 
     PgConfig.Group group = config.group(pgName);
     int peer = -1;
@@ -260,7 +280,7 @@ final class EntryDecoder {
               + " but pg_config makes rank " + rank + " group rank " + group.groupRankOf(rank));
         }
       }
-      commsId = CommsId.of(pgName, isP2p ? p2pSeq : collectiveSeq, isP2p, group.layout());
+      commsId = CommsId.of(group.commsIdPrefix(), isP2p ? p2pSeq : collectiveSeq, isP2p, group.layout());
     }
     return b.setPeer(peer).setCommsId(commsId).build();
   }
@@ -359,11 +379,11 @@ final class EntryDecoder {
     }
     CollectiveRecord.Builder b = CollectiveRecord.newBuilder().addAllInputSizes(r.inputSizes)
         .addAllOutputSizes(r.outputSizes).addAllInputDtypes(r.inputDtypes).addAllOutputDtypes(r.outputDtypes);
-    for (int id : r.frameIds) {
-      b.addFrameIds(id);
+    for (int i = 0; i < r.frameCount; i++) {
+      b.addFrameIds(r.frameIds[i]);
     }
     CollectiveRecord t = b.build();
-    templates.put(r, t);
+    templates.put(r.kept(), t);
     return t;
   }
 
@@ -396,12 +416,12 @@ final class EntryDecoder {
   }
 
   private static boolean isListOfInts(List<?> shapes) {
-    for (Object shape : shapes) {
-      if (!(shape instanceof List<?> dims)) {
+    for (int i = 0; i < shapes.size(); i++) {
+      if (!(shapes.get(i) instanceof List<?> dims)) {
         return false;
       }
-      for (Object d : dims) {
-        if (!(d instanceof Integer || d instanceof Long)) {
+      for (int d = 0; d < dims.size(); d++) {
+        if (!(dims.get(d) instanceof Integer || dims.get(d) instanceof Long)) {
           return false;
         }
       }

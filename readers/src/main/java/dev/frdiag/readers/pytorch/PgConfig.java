@@ -27,7 +27,7 @@ final class PgConfig {
   private static final Set<String> GROUP_KEYS = Set.of("name", "desc", "ranks");
 
   /** A pg_config entry. */
-  record Group(String name, String desc, int[] ranks, CommsId.GroupLayout layout) {
+  record Group(String name, String desc, int[] ranks, CommsId.GroupLayout layout, long commsIdPrefix) {
     /** This group's rank of {@code globalRank}, or -1 when it is not a member. */
     int groupRankOf(int globalRank) {
       for (int i = 0; i < ranks.length; i++) {
@@ -110,7 +110,7 @@ final class PgConfig {
       } catch (IllegalArgumentException ex) {
         throw new DumpProblem(where + ": " + ex.getMessage());
       }
-      Group group = new Group(name, desc, ranks, layout);
+      Group group = new Group(name, desc, ranks, layout, CommsId.namePrefix(name));
       if (group.groupRankOf(rank) < 0) {
         notMember.add(name);
       }

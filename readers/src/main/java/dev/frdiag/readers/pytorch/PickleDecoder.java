@@ -185,7 +185,8 @@ final class PickleDecoder {
           marks[markCount++] = top;
         }
         case EMPTY_DICT -> push(container(K_DICT), new PickleDict());
-        case EMPTY_LIST -> push(container(K_LIST), new ArrayList<>());
+        // Capacity 0, not the default 10: APPENDS then sizes it exactly, and most lists here hold one to three items.
+        case EMPTY_LIST -> push(container(K_LIST), new ArrayList<>(0));
         case EMPTY_TUPLE -> push(K_TUPLE, new Object[0]);
         case DICT -> {
           int from = popMark();
