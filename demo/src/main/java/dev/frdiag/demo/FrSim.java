@@ -53,6 +53,11 @@ public final class FrSim implements Callable<Integer> {
   @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
   long atStep;
 
+  @Option(names = "--step-interval", converter = DurationConverter.class, description = "Time between a rank's "
+      + "training steps, such as 1s for a real job's pace (default: 20ms up to 512 ranks; above, as fast as the "
+      + "machine allows).")
+  Duration stepInterval;
+
   @Option(names = "--connect-timeout", defaultValue = "60s", converter = DurationConverter.class,
       description = "Give up when the ranks cannot all connect within this (default ${DEFAULT-VALUE}).")
   Duration connectTimeout;
@@ -109,7 +114,11 @@ public final class FrSim implements Callable<Integer> {
     Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
     topology.checkRank(rank);
     ManagedChannel channel = daemon.open(security);
-    try (RankSimulator sim = SimulatedJob.builder(topology, fault.at(rank, atStep), job).channel(channel).build()) {
+    RankSimulator.Builder builder = SimulatedJob.builder(topology, fault.at(rank, atStep), job).channel(channel);
+    if (stepInterval != null) {
+      builder.stepInterval(stepInterval);
+    }
+    try (RankSimulator sim = builder.build()) {
       err.printf("[sim] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d) reporting to %s as job %s%n", ranks,
           topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
           daemon, job);

@@ -39,7 +39,8 @@ class FrSimTest {
         StringWriter err = new StringWriter();
         CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> FrSim.run(sim, new String[] {
             "--daemon", "127.0.0.1:" + daemon.port(), "--job", "three-terminals", "--ranks", "8",
-            "--ranks-per-host", "4", "--fault", "cpu-stall", "--rank", "3", "--at-step", "3", "--duration", "2m"},
+            "--ranks-per-host", "4", "--fault", "cpu-stall", "--rank", "3", "--at-step", "3", "--duration", "2m",
+            "--step-interval", "30ms"},
             new PrintWriter(err, true)));
 
         ReportEnvelope report = reports.poll(60, TimeUnit.SECONDS);
@@ -69,6 +70,15 @@ class FrSimTest {
         "--ranks-per-host", "4", "--rank", "1", "--connect-timeout", "2s"}, new PrintWriter(err, true));
     assertThat(code).as(err.toString()).isEqualTo(ExitCode.UNREACHABLE_OR_UNKNOWN);
     assertThat(err.toString()).contains("not every rank could connect to the daemon at 127.0.0.1:" + closedPort);
+  }
+
+  @Test
+  void aStepIntervalThatIsNotAboveZeroIsAUsageError() {
+    StringWriter err = new StringWriter();
+    int code = FrSim.run(new FrSim(), new String[] {"--ranks", "4", "--rank", "1", "--step-interval", "-1s"},
+        new PrintWriter(err, true));
+    assertThat(code).as(err.toString()).isEqualTo(ExitCode.USAGE);
+    assertThat(err.toString()).contains("--step-interval").contains("'-1s' is not above zero");
   }
 
   @Test
