@@ -172,7 +172,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
           for (CollectiveRecord r : reply.getRecordsList()) {
             MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
           }
-          investigator.onDumpReply(job.id(), rank, id, reply);
+          investigator.onDumpReply(job.id(), rank, id, job.compact(reply));
         }
         case GOODBYE -> {
           job.finished(rank, id);
