@@ -21,6 +21,7 @@ import java.util.function.BiConsumer;
 final class PickleDict extends AbstractMap<Object, Object> {
   private static final int INDEXED_FROM = 32;
   private static final Object[] NONE = new Object[0];
+  private static final int[] NO_HASHES = new int[0];
 
   private Object[] keys;
   /** Each key's hash: strings cache theirs, so a miss costs an int compare rather than an equals. */
@@ -33,7 +34,7 @@ final class PickleDict extends AbstractMap<Object, Object> {
   /** An empty dict: its arrays come with the first keys, sized for the batch that brings them. */
   PickleDict() {
     keys = NONE;
-    hashes = new int[0];
+    hashes = NO_HASHES;
     values = NONE;
   }
 
