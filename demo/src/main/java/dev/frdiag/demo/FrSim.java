@@ -5,6 +5,7 @@ import dev.frdiag.cli.ExitCode;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
+import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
@@ -57,6 +58,10 @@ public final class FrSim implements Callable<Integer> {
       + "training steps, such as 1s for a real job's pace (default: 20ms up to 512 ranks; above, as fast as the "
       + "machine allows).")
   Duration stepInterval;
+
+  @Option(names = "--fan-in", description = "Carry each simulated host's ranks on one node stream to the daemon, "
+      + "through a node relay per host, rather than one stream per rank.")
+  boolean fanIn;
 
   @Option(names = "--connect-timeout", defaultValue = "60s", converter = DurationConverter.class,
       description = "Give up when the ranks cannot all connect within this (default ${DEFAULT-VALUE}).")
@@ -118,10 +123,15 @@ public final class FrSim implements Callable<Integer> {
     if (stepInterval != null) {
       builder.stepInterval(stepInterval);
     }
-    try (RankSimulator sim = builder.build()) {
-      err.printf("[sim] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d) reporting to %s as job %s%n", ranks,
+    SimulatedRelays relays = fanIn
+        ? new SimulatedRelays(topology, channel, DaemonSettings.DEFAULT_MAX_MESSAGE_BYTES) : null;
+    if (relays != null) {
+      builder.rankChannels(relays::channelFor);
+    }
+    try (relays; RankSimulator sim = builder.build()) {
+      err.printf("[sim] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d) reporting to %s as job %s%s%n", ranks,
           topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
-          daemon, job);
+          daemon, job, fanIn ? ", one node stream per host" : "");
       err.flush();
       if (!sim.awaitConnected(connectTimeout)) {
         err.printf("fr-sim: not every rank could connect to the daemon at %s within %s%n", daemon,

@@ -16,6 +16,8 @@ import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -29,19 +31,32 @@ class FrSimTest {
 
   @Test
   void simulatedRanksAgainstARunningDaemonGetTheirInjectedFaultDiagnosed() throws Exception {
+    String said = diagnosedAsCpuStallOfRank3("three-terminals");
+    assertThat(said).contains("as job three-terminals\n");
+  }
+
+  @Test
+  void ranksFannedInThroughOneRelayPerHostGetTheSameDiagnosis() throws Exception {
+    String said = diagnosedAsCpuStallOfRank3("fanned-in", "--fan-in");
+    assertThat(said).contains("as job fanned-in, one node stream per host");
+  }
+
+  /** Runs fr-sim with a CPU stall on rank 3 against a daemon until it reports; returns what fr-sim said. */
+  private String diagnosedAsCpuStallOfRank3(String job, String... extra) throws Exception {
     DaemonSettings settings = DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
         .stallTimeout(Duration.ofSeconds(1)).heartbeatInterval(Duration.ofMillis(500)).build();
     try (Daemon daemon = new Daemon(settings).start()) {
       ManagedChannel watcher = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
       try {
-        BlockingQueue<ReportEnvelope> reports = IncidentWatch.of(watcher, "three-terminals");
+        BlockingQueue<ReportEnvelope> reports = IncidentWatch.of(watcher, job);
         FrSim sim = new FrSim();
         StringWriter err = new StringWriter();
-        CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> FrSim.run(sim, new String[] {
-            "--daemon", "127.0.0.1:" + daemon.port(), "--job", "three-terminals", "--ranks", "8",
-            "--ranks-per-host", "4", "--fault", "cpu-stall", "--rank", "3", "--at-step", "3", "--duration", "2m",
-            "--step-interval", "30ms"},
-            new PrintWriter(err, true)));
+        List<String> args = new ArrayList<>(List.of("--daemon", "127.0.0.1:" + daemon.port(), "--job", job,
+            "--ranks", "8", "--ranks-per-host", "4", "--fault", "cpu-stall", "--rank", "3", "--at-step", "3",
+            "--duration", "2m", "--step-interval", "30ms"));
+        args.addAll(List.of(extra));
+        CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> FrSim.run(sim,
+            args.toArray(String[]::new), new PrintWriter(err, true)));
 
         ReportEnvelope report = reports.poll(60, TimeUnit.SECONDS);
         assertThat(report).as("a report for the simulated job; fr-sim said: %s", err).isNotNull();
@@ -51,8 +66,9 @@ class FrSimTest {
 
         sim.requestStop();
         assertThat(exit.get(30, TimeUnit.SECONDS)).as(err.toString()).isEqualTo(ExitCode.NO_HANG);
-        assertThat(err.toString()).contains("reporting to 127.0.0.1:" + daemon.port() + " as job three-terminals")
+        assertThat(err.toString()).contains("reporting to 127.0.0.1:" + daemon.port() + " as job " + job)
             .contains("injecting cpu-stall on rank 3 at step 3");
+        return err.toString();
       } finally {
         watcher.shutdownNow();
       }

@@ -6,6 +6,7 @@ import dev.frdiag.proto.v1.JobSummary;
 import dev.frdiag.report.Report;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
@@ -32,6 +33,9 @@ public final class DaemonMetrics {
       .help("Rank streams and calls refused, by reason").labelNames("reason").register(registry);
   private final Counter alertFailures = Counter.builder().name("frdiag_alert_failures_total")
       .help("Alert deliveries that failed, by sink").labelNames("sink").register(registry);
+  private final Gauge streams = Gauge.builder().name("frdiag_streams")
+      .help("Streams open from ranks (rank) and from node relays (node), each node stream carrying many ranks")
+      .labelNames("kind").register(registry);
   private final Counter accessDenied = Counter.builder().name("frdiag_access_denied_total")
       .help("Calls refused by authentication or authorization, by reason").labelNames("reason").register(registry);
 
@@ -101,6 +105,15 @@ public final class DaemonMetrics {
 
   public void alertFailed(String sink) {
     alertFailures.labelValues(sink).inc();
+  }
+
+  /** A rank or node stream opened ({@code kind} "rank" or "node"); {@link #streamClosed} when it ends. */
+  public void streamOpened(String kind) {
+    streams.labelValues(kind).inc();
+  }
+
+  public void streamClosed(String kind) {
+    streams.labelValues(kind).dec();
   }
 
   public void accessDenied(String reason) {

@@ -18,6 +18,8 @@ import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.NodeContext;
+import dev.frdiag.proto.v1.NodeDownload;
+import dev.frdiag.proto.v1.NodeUpload;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.Welcome;
@@ -26,6 +28,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -87,7 +90,34 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
 
   @Override
   public StreamObserver<RankMessage> connect(StreamObserver<DaemonMessage> responses) {
-    return new Session((ServerCallStreamObserver<DaemonMessage>) responses);
+    ServerCallStreamObserver<DaemonMessage> call = (ServerCallStreamObserver<DaemonMessage>) responses;
+    counted(call, "rank");
+    return open(RankOutbound.of(call));
+  }
+
+  @Override
+  public StreamObserver<NodeUpload> connectNode(StreamObserver<NodeDownload> responses) {
+    ServerCallStreamObserver<NodeDownload> call = (ServerCallStreamObserver<NodeDownload>) responses;
+    counted(call, "node");
+    return new NodeSession(call, this::open);
+  }
+
+  /** Counts the call in frdiag_streams until it ends, whichever way: closed by either side or cancelled. */
+  private void counted(ServerCallStreamObserver<?> call, String kind) {
+    metrics.streamOpened(kind);
+    AtomicBoolean open = new AtomicBoolean(true);
+    Runnable ended = () -> {
+      if (open.getAndSet(false)) {
+        metrics.streamClosed(kind);
+      }
+    };
+    call.setOnCancelHandler(ended);
+    call.setOnCloseHandler(ended);
+  }
+
+  /** A rank stream whose replies go to {@code out}: what a Connect call, or one rank frame of a node, is served by. */
+  StreamObserver<RankMessage> open(RankOutbound out) {
+    return new Session(out);
   }
 
   /**
@@ -95,14 +125,14 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
    * {@code ended} is shared with the investigation threads that send dump requests.
    */
   private final class Session implements StreamObserver<RankMessage>, RankLink {
-    private final ServerCallStreamObserver<DaemonMessage> out;
+    private final RankOutbound out;
     private final String id = UUID.randomUUID().toString();
     private Job job;
     private RankIdentity identity;
     @GuardedBy("this")
     private boolean ended;
 
-    Session(ServerCallStreamObserver<DaemonMessage> out) {
+    Session(RankOutbound out) {
       this.out = out;
     }
 
@@ -212,7 +242,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
           return;
         }
         try {
-          out.onNext(message);
+          out.send(message);
         } catch (RuntimeException e) {
           // The call was cancelled between the check and the send; the stream is gone.
           ended = true;
@@ -233,7 +263,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         job.lost(identity.getGlobalRank(), id, nanoTime.getAsLong());
       }
       try {
-        out.onError(status.asRuntimeException());
+        out.fail(status);
       } catch (RuntimeException ignored) {
         // Already cancelled by the peer.
       }
@@ -269,7 +299,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         job.lost(identity.getGlobalRank(), id, nanoTime.getAsLong());
       }
       try {
-        out.onCompleted();
+        out.complete();
       } catch (RuntimeException ignored) {
         // Peer already gone.
       }

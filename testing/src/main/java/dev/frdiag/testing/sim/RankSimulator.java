@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntFunction;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -97,7 +98,8 @@ public final class RankSimulator implements AutoCloseable {
     // the process groups exist before training begins.
     job = new SimulatedJob(topology, b.workload, fault, recorders, this::onDeath, this::onFabricFault);
     reporters = b.channel == null ? null
-        : new SimulatedReporters(recorders, identities, b.channel, b.reporterSettings, b.clock);
+        : new SimulatedReporters(recorders, identities, b.rankChannels == null ? r -> b.channel : b.rankChannels,
+            b.reporterSettings, b.clock);
     nodes = b.channel == null || !b.nodeAgents ? null : new SimulatedNodes(topology, b.jobId, b.channel);
   }
 
@@ -355,6 +357,7 @@ public final class RankSimulator implements AutoCloseable {
     private Duration collectiveTimeout = DEFAULT_COLLECTIVE_TIMEOUT;
     private LongSupplier clock = FlightRecorder::epochNanos;
     private Channel channel;
+    private IntFunction<Channel> rankChannels;
     private String jobId = DEFAULT_JOB_ID;
     private ReporterSettings reporterSettings = ReporterSettings.defaults();
     private boolean nodeAgents;
@@ -422,6 +425,15 @@ public final class RankSimulator implements AutoCloseable {
     }
 
     /**
+     * Streams each rank through the channel {@code byRank} gives it (its host's node relay, say) rather than
+     * {@link #channel}'s, which the node agents still post to; needs a {@link #channel} too.
+     */
+    public Builder rankChannels(IntFunction<Channel> byRank) {
+      this.rankChannels = Objects.requireNonNull(byRank, "byRank");
+      return this;
+    }
+
+    /**
      * @throws IllegalArgumentException if empty or longer than 256 UTF-8 bytes
      */
     public Builder jobId(String jobId) {
@@ -476,6 +488,9 @@ public final class RankSimulator implements AutoCloseable {
       if (fault.kind() == FaultKind.MISMATCH && topology.dataParallel() < 2) {
         throw new IllegalArgumentException("a MISMATCH fault needs data-parallel groups of at least 2 ranks, "
             + "the topology has " + topology.dataParallel());
+      }
+      if (rankChannels != null && channel == null) {
+        throw new IllegalArgumentException("rankChannels needs a channel as well, for the node agents' posts");
       }
       return new RankSimulator(this);
     }

@@ -15,6 +15,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntFunction;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,9 +38,10 @@ final class SimulatedReporters implements AutoCloseable {
   /**
    * Starts every rank's reporter; they connect in the background.
    *
+   * @param channels each rank's channel to the daemon (or its node relay)
    * @param clock wall clock in epoch nanoseconds, read on reporter threads
    */
-  SimulatedReporters(FlightRecorder[] recorders, RankIdentity[] identities, Channel channel,
+  SimulatedReporters(FlightRecorder[] recorders, RankIdentity[] identities, IntFunction<Channel> channels,
       ReporterSettings settings, LongSupplier clock) {
     executor = Executors.newScheduledThreadPool(RankSimulator.REPORTER_THREADS,
         daemonThreads("frdiag-sim-reporter-"));
@@ -47,7 +49,7 @@ final class SimulatedReporters implements AutoCloseable {
     killed = new boolean[recorders.length];
     try {
       for (int r = 0; r < recorders.length; r++) {
-        reporters[r] = Reporter.builder(recorders[r], identities[r], channel).executor(executor)
+        reporters[r] = Reporter.builder(recorders[r], identities[r], channels.apply(r)).executor(executor)
             .settings(settings).clock(clock).start();
       }
     } catch (RuntimeException e) {
