@@ -2,6 +2,7 @@ package dev.frdiag.agent;
 
 import dev.frdiag.agent.probe.NodeProbe;
 import dev.frdiag.agent.probe.NodeProbes;
+import dev.frdiag.agent.relay.InProcessRelay;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.LogFormat;
@@ -18,6 +19,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -42,6 +45,8 @@ import picocli.CommandLine.Option;
 public final class AgentMain implements Callable<Integer> {
   static final String DEFAULT_DAEMON = "127.0.0.1:50551";
   static final int DEFAULT_PORT = 50551;
+  /** The daemon's default limit on one rank message, which the relay applies before the daemon would. */
+  static final int DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
   @Option(names = "--job", paramLabel = "ID", description = "Job id, the same on every node of the job "
       + "(required; letters, digits, . _ -).")
   String job;
@@ -52,6 +57,10 @@ public final class AgentMain implements Callable<Integer> {
   @Option(names = "--daemon", paramLabel = "HOST:PORT", defaultValue = DEFAULT_DAEMON,
       description = "Daemon to report to (default ${DEFAULT-VALUE}).")
   String daemon;
+
+  @Option(names = "--fan-in", description = "Carry all of this node's rank streams on one node stream to the daemon "
+      + "(a large job's daemon then holds one stream per node rather than one per rank).")
+  boolean fanIn;
 
   @Option(names = "--world-size", paramLabel = "N", description = "Ranks in the job (required unless "
       + "--local-ranks auto, which takes the ranks' WORLD_SIZE).")
@@ -236,11 +245,23 @@ public final class AgentMain implements Callable<Integer> {
     NodeContextCollector context = new NodeContextCollector(
         ibRoot != null && Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1),
         probes.isEmpty() ? null : new NodeProbes(probes, probeTimeout));
-    NodeAgent agent = new NodeAgent(settings, channel, context);
+    ScheduledExecutorService flushes = fanIn ? Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "frdiag-agent-relay");
+      t.setDaemon(true);
+      return t;
+    }) : null;
+    InProcessRelay relay = fanIn ? InProcessRelay.start(channel, settings.hostname(), flushes,
+        DEFAULT_MAX_MESSAGE_BYTES) : null;
+    NodeAgent agent = new NodeAgent(settings, relay == null ? channel : relay.channel(), context);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       try {
         agent.close();
+        if (relay != null) {
+          // After the goodbyes: they go out with the relay's last batch, before its node stream ends.
+          relay.close();
+          flushes.shutdown();
+        }
         channel.shutdown();
         if (!channel.awaitTermination(2, TimeUnit.SECONDS)) {
           channel.shutdownNow();

@@ -132,7 +132,7 @@ class AgentMainTest {
             + ")");
     Files.writeString(config, "job=run7\nwrld-size=16\n");
     assertThat(error("--config", config.toString())).startsWith("config file " + config
-        + ": unknown key 'wrld-size'; known keys: daemon, dump-prefix, dump-wait, hostname, ib-root, job, local-ranks, log, log-format, nccl-log");
+        + ": unknown key 'wrld-size'; known keys: daemon, dump-prefix, dump-wait, fan-in, hostname, ib-root, job, local-ranks, log, log-format, nccl-log");
     Files.writeString(config, "job=run7\n");
     assertThat(error("--config", config.toString()))
         .isEqualTo("missing --world-size (not on the command line nor in " + config + ")");

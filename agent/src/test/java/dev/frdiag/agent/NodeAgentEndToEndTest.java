@@ -20,6 +20,10 @@ import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.report.Report;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -129,14 +133,30 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
 
   @Test
   void agentCommandSaysGoodbyeForEveryRankOnSigterm() throws Exception {
-    daemon = startDaemon(0);
-    ChildProcess agent = ChildProcess.java("fr-agent", "dev.frdiag.agent.AgentMain", List.of(
+    goodbyesOnSigterm(false);
+  }
+
+  @Test
+  void agentCommandWithFanInCarriesItsRanksOnOneNodeStreamAndStillSaysGoodbyeForEach() throws Exception {
+    goodbyesOnSigterm(true);
+  }
+
+  private void goodbyesOnSigterm(boolean fanIn) throws Exception {
+    daemon = new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dir.resolve("data"))
+        .stallTimeout(Duration.ofSeconds(60)).metricsPort(0).build()).start();
+    List<String> args = new ArrayList<>(List.of(
         "--job", JOB, "--daemon", "127.0.0.1:" + daemon.port(), "--world-size", "4", "--local-ranks", "2-3",
         "--hostname", "node07", "--dump-prefix", dir + "/nccl_trace_rank_", "--poll-interval", "100ms"));
+    if (fanIn) {
+      args.add("--fan-in");
+    }
+    ChildProcess agent = ChildProcess.java("fr-agent", "dev.frdiag.agent.AgentMain", args);
     processes.add(agent);
     await("agent process connected").atMost(STARTUP).until(() -> daemon.registry().find(JOB)
         .map(j -> j.summary().getRanksConnected()).orElse(0) == 2
         && agent.output().stream().anyMatch(line -> line.contains("all 2 ranks connected")));
+    assertThat(scrape(daemon.metricsPort())).filteredOn(line -> line.startsWith("frdiag_streams{"))
+        .containsExactly(fanIn ? "frdiag_streams{kind=\"node\"} 1.0" : "frdiag_streams{kind=\"rank\"} 2.0");
 
     agent.process().destroy();
 
@@ -146,6 +166,13 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
     await("goodbyes").atMost(INCIDENT).until(() -> job.summary().getRanksFinished() == 2);
     assertThat(job.rankStatuses()).extracting(RankStatus::getGlobalRank, RankStatus::getHostname)
         .containsExactly(tuple(2, "node07"), tuple(3, "node07"));
+  }
+
+  /** The lines of the daemon's Prometheus endpoint. */
+  private static List<String> scrape(int port) throws Exception {
+    return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+        + "/metrics")).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString()).body()
+        .lines().toList();
   }
 
   private Daemon startDaemon(int port) {

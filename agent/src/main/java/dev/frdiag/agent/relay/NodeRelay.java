@@ -103,6 +103,21 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
     CollectorGrpc.newStub(daemon).reportContext(context, out);
   }
 
+  /**
+   * Sends what is waiting now and half-closes the node stream: ranks that said goodbye are finished for the
+   * daemon, the others lost. Rank streams opened afterwards open a new node stream.
+   */
+  public void finish() {
+    NodeStream stream;
+    synchronized (lock) {
+      stream = current;
+      current = null;
+    }
+    if (stream != null) {
+      stream.finish();
+    }
+  }
+
   /** Rank streams open on the current node stream. */
   public int rankStreams() {
     synchronized (lock) {
@@ -169,6 +184,16 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
         }
         if (batch.getFramesCount() > 0) {
           send(batch.build());
+        }
+      }
+    }
+
+    void finish() {
+      flush();
+      synchronized (this) {
+        if (!lost) {
+          lost = true;
+          upload.onCompleted();
         }
       }
     }
