@@ -438,15 +438,18 @@ public final class Job {
           return triggerOf(r.events.getLast().getKind());
         }
       }
-      // Per group (by name and members): outstanding work, and when any member last advanced.
-      Map<String, long[]> groups = new HashMap<>();
+      // Per group: outstanding work, and when any member last advanced. Keyed by the job's one copy of each
+      // announced group (its hash is computed once), never by a string of its members: that was the world
+      // group's 16,384 members printed for each of its 16,384 ranks on every pass, under the lock that every
+      // heartbeat of the job waits for.
+      Map<Object, long[]> groups = new HashMap<>();
       for (RankState r : ranks.values()) {
         if (r.liveness != Liveness.ALIVE) {
           continue;
         }
         for (ProcessGroupProgress p : r.progress.values()) {
           ProcessGroup g = r.groups.get(p.getProcessGroup());
-          String key = p.getProcessGroup() + (g == null ? "" : g.getRanksList().toString());
+          Object key = g == null ? p.getProcessGroup() : g;
           long[] agg = groups.computeIfAbsent(key, k -> new long[] {0, Long.MIN_VALUE});
           boolean outstanding = p.getLastEnqueuedSeq() > p.getLastCompletedSeq()
               || p.getLastEnqueuedP2PSeq() > p.getLastCompletedP2PSeq();
