@@ -276,7 +276,7 @@ public final class Job {
       }
       for (InternedFrame f : frames) {
         if (r.frames.size() < RankState.MAX_FRAMES) {
-          r.frames.put(f.getId(), f.getFrame());
+          r.frames.put(f.getId(), interner.frame(f.getFrame()));
         }
       }
     }
@@ -339,9 +339,12 @@ public final class Job {
    */
   public DumpReply compact(DumpReply reply) {
     synchronized (lock) {
-      DumpReply.Builder b = reply.toBuilder().clearRecords();
+      DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames();
       for (CollectiveRecord r : reply.getRecordsList()) {
         b.addRecords(interner.intern(r));
+      }
+      for (InternedFrame f : reply.getFramesList()) {
+        b.addFrames(f.toBuilder().setFrame(interner.frame(f.getFrame())));
       }
       return b.build();
     }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.InvalidProtocolBufferException;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.Shape;
 import org.junit.jupiter.api.Test;
 
@@ -46,6 +47,17 @@ class RecordInternerTest {
     CollectiveRecord other = interner.intern(fromWire(record(3, 8192)));
     assertThat(other.getInputSizes(0).getDims(0)).isEqualTo(8192);
     assertThat(interner.templates()).isEqualTo(2);
+  }
+
+  @Test
+  void theSameStackFrameFromManyRanksIsKeptOnce() throws Exception {
+    RecordInterner interner = new RecordInterner();
+    Frame sent = Frame.newBuilder().setName("all_reduce").setFilename("torch/distributed/c10d.py").setLine(2501)
+        .build();
+    Frame a = interner.frame(Frame.parseFrom(sent.toByteArray()));
+    Frame b = interner.frame(Frame.parseFrom(sent.toByteArray()));
+    assertThat(b).isEqualTo(sent).isSameAs(a);
+    assertThat(interner.frame(sent.toBuilder().setLine(2502).build())).isNotSameAs(a);
   }
 
   @Test
