@@ -46,6 +46,11 @@ final class CollectiveMatch {
     return key;
   }
 
+  /** True for the record that ends a coalesced group in Flight Recorder ({@code nccl:coalesced}), recorded last. */
+  static boolean isCoalescedEnd(CollectiveRecord r) {
+    return r.getOp().equals("coalesced");
+  }
+
   /** True when one of {@code recs} is an op whose members may pass different sizes (all_to_all, gather…). */
   static boolean hasUnevenOp(List<CollectiveRecord> recs) {
     for (CollectiveRecord r : recs) {

@@ -59,9 +59,10 @@ final class SignatureCheck {
         continue;
       }
       t.collectives.forEach((seq, recs) -> {
-        // The ring may have overwritten the first members of the oldest group it holds: a partial group
-        // compared with a whole one would look like a program bug.
-        if (seq == t.oldestHeld && recs.size() > 1) {
+        // The ring (or the daemon's window) drops one record at a time, oldest first, and a coalesced group's end
+        // marker is recorded last: the oldest seq held may be a group's tail, down to the marker alone. A partial
+        // group compared with a whole one would look like a program bug.
+        if (seq == t.oldestHeld && (recs.size() > 1 || CollectiveMatch.isCoalescedEnd(recs.get(0)))) {
           return;
         }
         bySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs);

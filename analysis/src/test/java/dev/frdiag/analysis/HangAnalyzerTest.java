@@ -340,6 +340,20 @@ class HangAnalyzerTest {
   }
 
   @Test
+  void aCoalescedGroupCutDownToItsEndMarkerAtTheOldestEndOfAWindowIsNoMismatch() {
+    Snapshots s = job().all("dpA", "all_reduce", COMPLETED);
+    // Then every member issued and started a coalesced group; none finished it.
+    for (int r : new int[] {0, 2, 4, 6}) {
+      s.coalesced(r, "dpA", STARTED, 1024, "all_reduce", "all_reduce");
+    }
+    // Rank 2's window at the daemon kept only the group's end marker; the others hold it whole, and older records.
+    s.dropOldest(2, 3);
+    Diagnosis d = HangAnalyzer.analyze(s.liveAfter(Duration.ofSeconds(5)));
+    assertThat(d.evidence()).noneSatisfy(e -> assertThat(e.kind()).isEqualTo(Evidence.Kind.SIGNATURE_MISMATCH));
+    assertThat(d.symptom()).isEqualTo(Symptom.FABRIC);
+  }
+
+  @Test
   void allToAllWithUnevenSplitsIsFineButUnbalancedTotalsAreAMismatch() {
     Snapshots even = healthySteps(job(), 1);
     // Per-rank sizes differ (uneven splits) but the totals balance: not a mismatch; the hang is elsewhere.

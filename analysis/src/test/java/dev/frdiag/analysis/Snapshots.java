@@ -140,6 +140,13 @@ final class Snapshots {
     return this;
   }
 
+  /** Drops the oldest {@code n} records of {@code rank} alone, as its ring (or the daemon's window of it) would. */
+  Snapshots dropOldest(int rank, int n) {
+    List<CollectiveRecord> mine = records.get(rank);
+    records.put(rank, new ArrayList<>(mine.subList(Math.min(n, mine.size()), mine.size())));
+    return this;
+  }
+
   /** Drops the oldest {@code n} records of every rank, as a wrapped ring would. */
   Snapshots wrap(int n) {
     records.replaceAll((r, list) -> new ArrayList<>(list.subList(Math.min(n, list.size()), list.size())));
