@@ -58,7 +58,14 @@ final class NodeSession implements StreamObserver<NodeUpload> {
             rank = open.apply(new FrameOutbound(id));
             streams.put(id, rank);
           }
-          rank.onNext(frame.getMessage());
+          try {
+            rank.onNext(frame.getMessage());
+          } catch (RuntimeException e) {
+            // A fault serving one rank must not end the node stream, and with it every other rank of the node.
+            log.error("node stream: rank stream {} failed", id, e);
+            deliver(id, closed(Status.INTERNAL.withDescription("the daemon failed to handle this stream's "
+                + frame.getMessage().getBodyCase() + ": " + e)));
+          }
         }
         case CLOSED -> {
           StreamObserver<RankMessage> rank = streams.remove(id);

@@ -129,16 +129,41 @@ class NodeStreamTest {
     return node;
   }
 
+  @Test
+  void aNodeStreamCarriesAtMostItsLimitOfRankStreams() throws Exception {
+    Node node = new Node();
+    int limit = NodeSession.MAX_STREAMS;
+    NodeUpload.Builder hellos = NodeUpload.newBuilder();
+    for (int r = 0; r <= limit; r++) {
+      hellos.addFrames(message(r, hello(r, limit + 1)));
+    }
+    node.out.onNext(hellos.build());
+    for (int r = 0; r < limit; r++) {
+      assertThat(node.next(r).getMessage().hasWelcome()).isTrue();
+    }
+    DaemonFrame refused = node.next(limit);
+    assertThat(refused.getClosed().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED.value());
+    assertThat(refused.getClosed().getDescription()).isEqualTo("a node stream carries at most 1024 rank streams "
+        + "at once");
+  }
+
   private JobSummary summary() {
     return DiagnosisGrpc.newBlockingStub(channel).withDeadlineAfter(5, TimeUnit.SECONDS)
         .getJobStatus(GetJobStatusRequest.newBuilder().setJobId("job").build()).getSummary();
   }
 
   private static RankMessage hello(int rank) {
+    return hello(rank, 2);
+  }
+
+  private static RankMessage hello(int rank, int worldSize) {
+    ProcessGroup.Builder world = ProcessGroup.newBuilder().setName("0").setGlobalRankStart(0).setGlobalRankStride(1);
+    for (int r = 0; r < worldSize; r++) {
+      world.addRanks(r);
+    }
     return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
-        .setJobId("job").setGlobalRank(rank).setWorldSize(2).setHostname("node0").setPid(100 + rank))
-        .addProcessGroups(ProcessGroup.newBuilder().setName("0").setGlobalRankStart(0).setGlobalRankStride(1)
-            .addRanks(0).addRanks(1))).build();
+        .setJobId("job").setGlobalRank(rank).setWorldSize(worldSize).setHostname("node0").setPid(100 + rank))
+        .addProcessGroups(world)).build();
   }
 
   private static RankFrame message(int stream, RankMessage m) {
