@@ -27,6 +27,9 @@ public final class DaemonMetrics {
   private final Histogram detectionToReport = Histogram.builder().name("frdiag_detection_to_report_seconds")
       .help("Time from an incident's detection to its report on disk").unit(null)
       .classicUpperBounds(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300).classicOnly().register(registry);
+  private final Histogram heartbeatDelay = Histogram.builder().name("frdiag_heartbeat_delay_seconds")
+      .help("From a rank sending a heartbeat to the daemon taking it in, by the rank's clock and the daemon's")
+      .unit(null).classicUpperBounds(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30).classicOnly().register(registry);
   private final Counter snapshotsMissed = Counter.builder().name("frdiag_snapshots_missed_total")
       .help("Ranks asked for a snapshot that did not send one before the deadline").register(registry);
   private final Counter rejected = Counter.builder().name("frdiag_messages_rejected_total")
@@ -90,6 +93,15 @@ public final class DaemonMetrics {
   public void reportWritten(Report report, Duration sinceDetection) {
     reports.labelValues(report.verdict().name(), report.symptom().name()).inc();
     detectionToReport.observe(sinceDetection.toNanos() / 1e9);
+  }
+
+  /**
+   * A heartbeat sent at {@code sentAtMs} (the rank's clock) taken in at {@code nowMs}: a daemon that falls behind its
+   * intake, or a rank whose reporter cannot send, shows here before the watchdog mistakes late heartbeats for a stall.
+   * Clock skew between hosts shows too; a heartbeat from the future counts as no delay.
+   */
+  public void heartbeatTaken(long sentAtMs, long nowMs) {
+    heartbeatDelay.observe(Math.max(0, nowMs - sentAtMs) / 1e3);
   }
 
   public void snapshotsMissed(int ranks) {

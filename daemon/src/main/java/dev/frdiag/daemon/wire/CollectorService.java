@@ -178,8 +178,14 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       }
       int rank = identity.getGlobalRank();
       switch (message.getBodyCase()) {
-        case HEARTBEAT -> job.heartbeat(rank, id, message.getHeartbeat().getProgressList(),
-            message.getHeartbeat().getDroppedRecords(), now, millis.getAsLong());
+        case HEARTBEAT -> {
+          long nowMs = millis.getAsLong();
+          if (message.getHeartbeat().getSentAtNs() > 0) {
+            metrics.heartbeatTaken(message.getHeartbeat().getSentAtNs() / 1_000_000, nowMs);
+          }
+          job.heartbeat(rank, id, message.getHeartbeat().getProgressList(),
+              message.getHeartbeat().getDroppedRecords(), now, nowMs);
+        }
         case RECORDS -> {
           for (CollectiveRecord r : message.getRecords().getRecordsList()) {
             MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));

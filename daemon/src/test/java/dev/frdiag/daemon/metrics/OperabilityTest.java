@@ -9,6 +9,7 @@ import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.Heartbeat;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
@@ -123,6 +124,9 @@ class OperabilityTest {
       rank[0].onNext(RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(RankIdentity.newBuilder()
           .setJobId("job").setWorldSize(1).setHostname("node0").setPid(1))
           .addProcessGroups(ProcessGroup.newBuilder().setName("0").addRanks(0).setGlobalRankStride(1))).build());
+      // A heartbeat that took two seconds to arrive, as one does from a rank whose daemon is behind.
+      rank[0].onNext(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
+          .setSentAtNs((System.currentTimeMillis() - 2_000) * 1_000_000L)).build());
     }
     CompletableFuture<Void> refused = new CompletableFuture<>();
     CollectorGrpc.newStub(channel).connect(new StreamObserver<DaemonMessage>() {
@@ -150,6 +154,9 @@ class OperabilityTest {
     assertThat(m).containsEntry("frdiag_incidents_total{trigger=\"on_demand\"}", 1.0)
         .containsEntry("frdiag_messages_rejected_total{reason=\"invalid_argument\"}", 1.0)
         .containsEntry("frdiag_detection_to_report_seconds_count", 1.0)
+        .containsEntry("frdiag_heartbeat_delay_seconds_count", 1.0)
+        .containsEntry("frdiag_heartbeat_delay_seconds_bucket{le=\"1.0\"}", 0.0)
+        .containsEntry("frdiag_heartbeat_delay_seconds_bucket{le=\"5.0\"}", 1.0)
         .containsEntry("frdiag_jobs", 1.0)
         .containsEntry("frdiag_ranks{state=\"connected\"}", 1.0)
         .containsEntry("frdiag_store_healthy", 1.0)
