@@ -130,6 +130,8 @@ public final class Job {
         r.frames.clear();
         r.progress.clear();
         r.lastAdvanceNanos.clear();
+        r.lastAdvanceSentNs.clear();
+        r.latestSentNs = 0;
       }
       r.identity = identity;
       r.silent = false;
@@ -233,6 +235,16 @@ public final class Job {
 
   public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long nowNanos,
       long nowMs) {
+    heartbeat(rank, session, progress, dropped, 0, nowNanos, nowMs);
+  }
+
+  /**
+   * A heartbeat the rank sent at {@code sentAtNs} by its own clock (epoch ns; 0 when it did not say): the watchdog
+   * measures how long a group has gone without progress between the rank's own send times, so heartbeats that reach
+   * the daemon late do not look like a stall.
+   */
+  public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long sentAtNs,
+      long nowNanos, long nowMs) {
     synchronized (lock) {
       RankState r = current(rank, session);
       if (r == null) {
@@ -240,6 +252,7 @@ public final class Job {
       }
       heard(r, nowNanos);
       r.lastSeenMs = nowMs;
+      r.latestSentNs = Math.max(0, sentAtNs);
       r.droppedRecords = Math.max(r.droppedRecords, dropped);
       for (ProcessGroupProgress p : progress) {
         if (!r.groups.containsKey(p.getProcessGroup())) {
@@ -251,6 +264,11 @@ public final class Job {
         if (before == null || p.getLastCompletedSeq() > before.getLastCompletedSeq()
             || p.getLastCompletedP2PSeq() > before.getLastCompletedP2PSeq()) {
           r.lastAdvanceNanos.put(p.getProcessGroup(), nowNanos);
+          if (sentAtNs > 0) {
+            r.lastAdvanceSentNs.put(p.getProcessGroup(), sentAtNs);
+          } else {
+            r.lastAdvanceSentNs.remove(p.getProcessGroup());
+          }
         }
       }
     }
@@ -441,7 +459,8 @@ public final class Job {
           return triggerOf(r.events.getLast().getKind());
         }
       }
-      // Per group: outstanding work, and when any member last advanced. Keyed by the job's one copy of each
+      // Per group: outstanding work, and how long its least quiet member has gone without advancing. Keyed by the
+      // job's one copy of each
       // announced group (its hash is computed once), never by a string of its members: that was the world
       // group's 16,384 members printed for each of its 16,384 ranks on every pass, under the lock that every
       // heartbeat of the job waits for.
@@ -453,22 +472,35 @@ public final class Job {
         for (ProcessGroupProgress p : r.progress.values()) {
           ProcessGroup g = r.groups.get(p.getProcessGroup());
           Object key = g == null ? p.getProcessGroup() : g;
-          long[] agg = groups.computeIfAbsent(key, k -> new long[] {0, Long.MIN_VALUE});
+          long[] agg = groups.computeIfAbsent(key, k -> new long[] {0, Long.MAX_VALUE});
           boolean outstanding = p.getLastEnqueuedSeq() > p.getLastCompletedSeq()
               || p.getLastEnqueuedP2PSeq() > p.getLastCompletedP2PSeq();
           if (outstanding) {
             agg[0] = 1;
           }
-          agg[1] = Math.max(agg[1], r.lastAdvanceNanos.getOrDefault(p.getProcessGroup(), r.lastSeenNanos));
+          agg[1] = Math.min(agg[1], quietNanos(r, p.getProcessGroup(), nowNanos));
         }
       }
       for (long[] agg : groups.values()) {
-        if (agg[0] == 1 && nowNanos - agg[1] >= stallTimeout.toNanos()) {
+        if (agg[0] == 1 && agg[1] >= stallTimeout.toNanos()) {
           return Report.Trigger.STALL;
         }
       }
       return null;
     }
+  }
+
+  /**
+   * How long {@code r} has gone without advancing {@code group}: between its own send times when its heartbeats carry
+   * them (one clock, so no skew between hosts; a heartbeat that arrives late shows the rank as it was when sent, not
+   * as stuck for the time it spent in queues), else by the daemon's clock since the advance arrived.
+   */
+  private static long quietNanos(RankState r, String group, long nowNanos) {
+    Long advancedSent = r.lastAdvanceSentNs.get(group);
+    if (r.latestSentNs > 0 && advancedSent != null) {
+      return r.latestSentNs - advancedSent;
+    }
+    return nowNanos - r.lastAdvanceNanos.getOrDefault(group, r.lastSeenNanos);
   }
 
   /** What a rank's event opens an incident as; the wire layer lets no other kind of event in. */

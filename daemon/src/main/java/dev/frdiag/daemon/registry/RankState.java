@@ -25,6 +25,10 @@ final class RankState {
   final Map<String, ProcessGroupProgress> progress = new LinkedHashMap<>();
   /** Daemon monotonic time at which each group's completed seq last advanced. */
   final Map<String, Long> lastAdvanceNanos = new HashMap<>();
+  /** The rank's own send time (epoch ns) of the heartbeat that last advanced each group; absent when not sent. */
+  final Map<String, Long> lastAdvanceSentNs = new HashMap<>();
+  /** The rank's own send time of its newest heartbeat; 0 when its heartbeats carry none. */
+  long latestSentNs;
   final ArrayDeque<RankEvent> events = new ArrayDeque<>();
   Liveness liveness = Liveness.ALIVE;
   RankLink link;

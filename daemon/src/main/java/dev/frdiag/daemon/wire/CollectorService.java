@@ -184,7 +184,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
             metrics.heartbeatTaken(message.getHeartbeat().getSentAtNs() / 1_000_000, nowMs);
           }
           job.heartbeat(rank, id, message.getHeartbeat().getProgressList(),
-              message.getHeartbeat().getDroppedRecords(), now, nowMs);
+              message.getHeartbeat().getDroppedRecords(), message.getHeartbeat().getSentAtNs(), now, nowMs);
         }
         case RECORDS -> {
           for (CollectiveRecord r : message.getRecords().getRecordsList()) {

@@ -50,6 +50,22 @@ class JobTest {
   }
 
   @Test
+  void heartbeatsThatArriveLateAreJudgedByWhenTheRanksSentThem() {
+    Job job = twoRanks();
+    long sent = 1_700_000_000L * S;
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent, 1 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent, 1 * S, 0);
+    // A daemon behind its intake: heartbeats sent 2 s later arrive 30 s later. The ranks were not stuck for 30 s.
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
+    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    // Their own heartbeats then say they made no progress for 31 s: that is a stall, however late it arrives.
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
+    assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+  }
+
+  @Test
   void progressKeepsTheWatchdogQuiet() {
     Job job = twoRanks();
     for (long t = 1; t <= 100; t += 5) {
