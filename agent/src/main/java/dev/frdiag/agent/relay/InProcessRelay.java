@@ -50,6 +50,11 @@ public final class InProcessRelay implements AutoCloseable {
     return channel;
   }
 
+  /** Bytes the relay holds for the daemon. */
+  long pendingBytes() {
+    return relay.pendingBytes();
+  }
+
   /** Rank streams open on the relay's current node stream. */
   public int rankStreams() {
     return relay.rankStreams();

@@ -29,6 +29,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,6 +50,11 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
   public static final Duration DEFAULT_FLUSH_DELAY = Duration.ofMillis(20);
   /** Batches are cut at this size; one larger message still goes, alone. */
   static final int MAX_BATCH_BYTES = 1 << 20;
+  /**
+   * Bytes a node stream holds for a daemon that takes them in slower than its ranks send: past this, the relay stops
+   * reading from its ranks, whose reporters then keep their records in their own bounded rings.
+   */
+  static final long MAX_PENDING_BYTES = 16L << 20;
 
   private final Channel daemon;
   private final String node;
@@ -118,6 +124,13 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
     }
   }
 
+  /** Bytes the current node stream holds for the daemon. */
+  long pendingBytes() {
+    synchronized (lock) {
+      return current == null ? 0 : current.pendingBytes();
+    }
+  }
+
   /** Rank streams open on the current node stream. */
   public int rankStreams() {
     synchronized (lock) {
@@ -129,6 +142,9 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
   private final class NodeStream implements ClientResponseObserver<NodeUpload, NodeDownload> {
     final Map<Integer, RankStream> ranks = new ConcurrentHashMap<>();
     final Queue<RankFrame> pending = new ConcurrentLinkedQueue<>();
+    final AtomicLong pendingBytes = new AtomicLong();
+    /** Ranks not read from while {@link #pendingBytes} is over the limit, each owed one request for a message. */
+    final Queue<RankStream> held = new ConcurrentLinkedQueue<>();
     final AtomicBoolean flushScheduled = new AtomicBoolean();
     @GuardedBy("lock")
     int nextId;
@@ -138,6 +154,8 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
     @Override
     public void beforeStart(ClientCallStreamObserver<NodeUpload> requests) {
       upload = requests;
+      // The daemon can take more: send what waited for it.
+      requests.setOnReadyHandler(() -> executor.execute(() -> flush(false)));
     }
 
     RankStream attach(ServerCallStreamObserver<DaemonMessage> toRank) {
@@ -158,38 +176,54 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
       if (lost) {
         return;
       }
+      pendingBytes.addAndGet(frame.getSerializedSize());
       pending.add(frame);
       if (flushScheduled.compareAndSet(false, true)) {
-        executor.schedule(this::flush, flushDelayNanos, TimeUnit.NANOSECONDS);
+        executor.schedule(() -> flush(false), flushDelayNanos, TimeUnit.NANOSECONDS);
       }
     }
 
-    private void flush() {
+    /**
+     * Sends what waits, in batches, while the daemon takes more ({@code force}: all of it, on closing); then reads
+     * again from the ranks held back.
+     */
+    private void flush(boolean force) {
       flushScheduled.set(false);
       synchronized (this) {
         if (lost) {
           pending.clear();
-          return;
-        }
-        NodeUpload.Builder batch = NodeUpload.newBuilder();
-        int bytes = 0;
-        for (RankFrame frame; (frame = pending.poll()) != null; ) {
-          batch.addFrames(frame);
-          bytes += frame.getSerializedSize();
-          if (bytes >= MAX_BATCH_BYTES) {
+          pendingBytes.set(0);
+        } else {
+          while (!pending.isEmpty() && (force || upload.isReady())) {
+            NodeUpload.Builder batch = NodeUpload.newBuilder();
+            int bytes = 0;
+            for (RankFrame frame; bytes < MAX_BATCH_BYTES && (frame = pending.poll()) != null; ) {
+              batch.addFrames(frame);
+              int size = frame.getSerializedSize();
+              bytes += size;
+              pendingBytes.addAndGet(-size);
+            }
             send(batch.build());
-            batch = NodeUpload.newBuilder();
-            bytes = 0;
           }
         }
-        if (batch.getFramesCount() > 0) {
-          send(batch.build());
-        }
+      }
+      releaseHeld();
+    }
+
+    /** Reads again from the ranks held back, while what waits is under the limit. */
+    void releaseHeld() {
+      for (RankStream rank; pendingBytes.get() < MAX_PENDING_BYTES && (rank = held.poll()) != null; ) {
+        rank.readNext();
       }
     }
 
+    /** Bytes waiting for the daemon. */
+    long pendingBytes() {
+      return pendingBytes.get();
+    }
+
     void finish() {
-      flush();
+      flush(true);
       synchronized (this) {
         if (!lost) {
           lost = true;
@@ -269,6 +303,22 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
       this.stream = stream;
       this.id = id;
       this.toRank = toRank;
+      // One message at a time, each asked for once the last is queued: how a slow daemon holds the ranks back.
+      toRank.disableAutoRequest();
+      toRank.request(1);
+    }
+
+    /** Asks the rank for its next message. */
+    synchronized void readNext() {
+      if (ended) {
+        return;
+      }
+      try {
+        toRank.request(1);
+      } catch (RuntimeException e) {
+        // The rank's call has ended; nothing more will come from it.
+        ended = true;
+      }
     }
 
     @Override
@@ -283,6 +333,13 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
         return;
       }
       stream.enqueue(RankFrame.newBuilder().setStream(id).setMessage(message).build());
+      if (stream.pendingBytes.get() < MAX_PENDING_BYTES) {
+        readNext();
+      } else {
+        stream.held.add(this);
+        // A flush may have drained the queue between the check and the add.
+        stream.releaseHeld();
+      }
     }
 
     @Override
