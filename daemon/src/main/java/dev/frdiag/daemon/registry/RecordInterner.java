@@ -14,34 +14,36 @@ import java.util.Map;
  * record takes the job's one copy of each (a protobuf builder whose repeated field is empty takes the list it
  * merges as it is).
  *
- * <p>Bounded: past {@value #MAX_DISTINCT} distinct strings or combinations a record is kept as it came, so a rank
- * that sends a new shape with every record costs its own memory, not the daemon's. Not thread-safe; the job's lock
- * guards it.
+ * <p>Bounded: past {@value #MAX_DISTINCT} distinct strings, shape combinations or stacks, a record keeps its own copy
+ * of what is new, so a rank that sends a new shape with every record costs its own memory, not the daemon's. Not
+ * thread-safe; the job's lock guards it.
  */
 final class RecordInterner {
   static final int MAX_DISTINCT = 65_536;
 
-  /** The repeated fields of a record, compared by value. */
+  /**
+   * The repeated fields of a record but its stack, compared by value. The stack is kept apart: frame ids are numbered
+   * by each rank in its own order, so stacks times shapes would multiply into more combinations than the bound.
+   */
   private record Repeated(List<Shape> inputSizes, List<Shape> outputSizes, List<String> inputDtypes,
-      List<String> outputDtypes, List<Integer> frameIds) {
+      List<String> outputDtypes) {
     static Repeated of(CollectiveRecord r) {
       return new Repeated(r.getInputSizesList(), r.getOutputSizesList(), r.getInputDtypesList(),
-          r.getOutputDtypesList(), r.getFrameIdsList());
+          r.getOutputDtypesList());
     }
   }
 
   private final Map<Repeated, CollectiveRecord> templates = new HashMap<>();
+  /** One record holding only each distinct frame-id list, to merge from: a merge shares its list. */
+  private final Map<List<Integer>, CollectiveRecord> stacks = new HashMap<>();
   private final Map<String, String> strings = new HashMap<>();
   private final Map<Frame, Frame> frames = new HashMap<>();
 
   /** {@code r}, or an equal record that shares its repeated parts and strings with the records kept before it. */
   CollectiveRecord intern(CollectiveRecord r) {
     CollectiveRecord template = template(r);
-    if (template == null) {
-      return r;
-    }
-    CollectiveRecord.Builder b = r.toBuilder().clearInputSizes().clearOutputSizes().clearInputDtypes()
-        .clearOutputDtypes().clearFrameIds()
+    CollectiveRecord stack = stack(r);
+    CollectiveRecord.Builder b = r.toBuilder()
         .setProcessGroup(string(r.getProcessGroup())).setOp(string(r.getOp())).setBackend(string(r.getBackend()));
     if (!r.getThreadName().isEmpty()) {
       b.setThreadName(string(r.getThreadName()));
@@ -49,7 +51,13 @@ final class RecordInterner {
     if (!r.getThreadId().isEmpty()) {
       b.setThreadId(string(r.getThreadId()));
     }
-    return b.mergeFrom(template).build();
+    if (template != null) {
+      b.clearInputSizes().clearOutputSizes().clearInputDtypes().clearOutputDtypes().mergeFrom(template);
+    }
+    if (stack != null) {
+      b.clearFrameIds().mergeFrom(stack);
+    }
+    return b.build();
   }
 
   /**
@@ -67,9 +75,27 @@ final class RecordInterner {
     return f;
   }
 
-  /** Distinct combinations of repeated fields kept so far. */
+  /** Distinct combinations of repeated fields kept so far, stacks apart. */
   int templates() {
     return templates.size();
+  }
+
+  /** Distinct stacks (frame-id lists) kept so far. */
+  int stacks() {
+    return stacks.size();
+  }
+
+  private CollectiveRecord stack(CollectiveRecord r) {
+    if (r.getFrameIdsCount() == 0) {
+      return null;
+    }
+    CollectiveRecord known = stacks.get(r.getFrameIdsList());
+    if (known != null || stacks.size() >= MAX_DISTINCT) {
+      return known;
+    }
+    CollectiveRecord s = CollectiveRecord.newBuilder().addAllFrameIds(r.getFrameIdsList()).build();
+    stacks.put(s.getFrameIdsList(), s);
+    return s;
   }
 
   private CollectiveRecord template(CollectiveRecord r) {
@@ -80,7 +106,7 @@ final class RecordInterner {
     }
     CollectiveRecord t = CollectiveRecord.newBuilder().addAllInputSizes(r.getInputSizesList())
         .addAllOutputSizes(r.getOutputSizesList()).addAllInputDtypes(interned(r.getInputDtypesList()))
-        .addAllOutputDtypes(interned(r.getOutputDtypesList())).addAllFrameIds(r.getFrameIdsList()).build();
+        .addAllOutputDtypes(interned(r.getOutputDtypesList())).build();
     // The key holds the template's own lists, not the record's: the record may be dropped from the window.
     templates.put(Repeated.of(t), t);
     return t;

@@ -50,6 +50,19 @@ class RecordInternerTest {
   }
 
   @Test
+  void stacksAreSharedApartFromShapesSoTheirCombinationsDoNotMultiply() throws Exception {
+    RecordInterner interner = new RecordInterner();
+    CollectiveRecord a = interner.intern(fromWire(record(1, 4096)));
+    CollectiveRecord b = interner.intern(fromWire(record(2, 8192)));
+    CollectiveRecord c = interner.intern(fromWire(record(3, 4096).toBuilder().clearFrameIds().addFrameIds(9).build()));
+    assertThat(b.getFrameIdsList()).isSameAs(a.getFrameIdsList());
+    assertThat(c.getInputSizesList()).isSameAs(a.getInputSizesList());
+    assertThat(c.getFrameIdsList()).containsExactly(9);
+    assertThat(interner.templates()).isEqualTo(2);
+    assertThat(interner.stacks()).isEqualTo(2);
+  }
+
+  @Test
   void theSameStackFrameFromManyRanksIsKeptOnce() throws Exception {
     RecordInterner interner = new RecordInterner();
     Frame sent = Frame.newBuilder().setName("all_reduce").setFilename("torch/distributed/c10d.py").setLine(2501)
@@ -69,7 +82,9 @@ class RecordInternerTest {
     assertThat(interner.templates()).isEqualTo(RecordInterner.MAX_DISTINCT);
 
     CollectiveRecord beyond = fromWire(record(1, -1));
-    assertThat(interner.intern(beyond)).isSameAs(beyond);
+    CollectiveRecord kept = interner.intern(beyond);
+    assertThat(kept).isEqualTo(beyond);
+    assertThat(kept.getInputSizesList()).isSameAs(beyond.getInputSizesList());
     assertThat(interner.templates()).isEqualTo(RecordInterner.MAX_DISTINCT);
   }
 }
