@@ -8,6 +8,7 @@ import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.LogFormat;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
+import dev.frdiag.proto.MessageLimits;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import java.io.IOException;
@@ -45,8 +46,6 @@ import picocli.CommandLine.Option;
 public final class AgentMain implements Callable<Integer> {
   static final String DEFAULT_DAEMON = "127.0.0.1:50551";
   static final int DEFAULT_PORT = 50551;
-  /** The daemon's default limit on one rank message, which the relay applies before the daemon would. */
-  static final int DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
   @Option(names = "--job", paramLabel = "ID", description = "Job id, the same on every node of the job "
       + "(required; letters, digits, . _ -).")
   String job;
@@ -251,7 +250,7 @@ public final class AgentMain implements Callable<Integer> {
       return t;
     }) : null;
     InProcessRelay relay = fanIn ? InProcessRelay.start(channel, settings.hostname(), flushes,
-        DEFAULT_MAX_MESSAGE_BYTES) : null;
+        MessageLimits.DEFAULT_MAX_MESSAGE_BYTES) : null;
     NodeAgent agent = new NodeAgent(settings, relay == null ? channel : relay.channel(), context);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -18,18 +18,17 @@ import dev.frdiag.proto.v1.RankStatus;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.report.Report;
+import dev.frdiag.testing.metrics.PrometheusScrape;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -155,8 +154,10 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
     await("agent process connected").atMost(STARTUP).until(() -> daemon.registry().find(JOB)
         .map(j -> j.summary().getRanksConnected()).orElse(0) == 2
         && agent.output().stream().anyMatch(line -> line.contains("all 2 ranks connected")));
-    assertThat(scrape(daemon.metricsPort())).filteredOn(line -> line.startsWith("frdiag_streams{"))
-        .containsExactly(fanIn ? "frdiag_streams{kind=\"node\"} 1.0" : "frdiag_streams{kind=\"rank\"} 2.0");
+    Map<String, Double> streams = new HashMap<>(PrometheusScrape.samples(daemon.metricsPort()));
+    streams.keySet().removeIf(name -> !name.startsWith("frdiag_streams{"));
+    assertThat(streams).isEqualTo(fanIn ? Map.of("frdiag_streams{kind=\"node\"}", 1.0)
+        : Map.of("frdiag_streams{kind=\"rank\"}", 2.0));
 
     agent.process().destroy();
 
@@ -166,13 +167,6 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
     await("goodbyes").atMost(INCIDENT).until(() -> job.summary().getRanksFinished() == 2);
     assertThat(job.rankStatuses()).extracting(RankStatus::getGlobalRank, RankStatus::getHostname)
         .containsExactly(tuple(2, "node07"), tuple(3, "node07"));
-  }
-
-  /** The lines of the daemon's Prometheus endpoint. */
-  private static List<String> scrape(int port) throws Exception {
-    return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
-        + "/metrics")).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString()).body()
-        .lines().toList();
   }
 
   private Daemon startDaemon(int port) {

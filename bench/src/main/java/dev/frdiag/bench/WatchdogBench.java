@@ -1,5 +1,6 @@
 package dev.frdiag.bench;
 
+import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.proto.v1.ProcessGroup;
@@ -55,16 +56,16 @@ public final class WatchdogBench {
   private static Job connectedJob(int ranks) {
     Topology topology = topology(ranks);
     Job job = new JobRegistry(512).getOrCreate("bench", ranks, 0, 0);
+    // Every group in wire form as a rank's Hello carries it, from one recorder that knows them all.
+    FlightRecorder recorder = FlightRecorder.withDefaults();
+    topology.groups().forEach(g -> recorder.registerProcessGroup(g.name(), g.desc(), g.ranks()));
     Map<String, ProcessGroup> protos = new HashMap<>();
+    recorder.processGroups().forEach(g -> protos.put(g.getName(), g));
     for (int rank = 0; rank < ranks; rank++) {
       List<ProcessGroup> groups = new ArrayList<>();
       List<ProcessGroupProgress> progress = new ArrayList<>();
       for (ProcessGroupSpec g : topology.groupsOf(rank)) {
-        groups.add(protos.computeIfAbsent(g.name(), n -> {
-          ProcessGroup.Builder b = ProcessGroup.newBuilder().setName(g.name()).setDesc(g.desc());
-          Arrays.stream(g.ranks()).forEach(b::addRanks);
-          return b.build();
-        }));
+        groups.add(protos.get(g.name()));
         progress.add(ProcessGroupProgress.newBuilder().setProcessGroup(g.name()).setLastEnqueuedSeq(40)
             .setLastStartedSeq(40).setLastCompletedSeq(40).build());
       }

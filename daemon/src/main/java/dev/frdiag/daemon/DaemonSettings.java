@@ -2,6 +2,7 @@ package dev.frdiag.daemon;
 
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.alert.AlertTarget;
+import dev.frdiag.proto.MessageLimits;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -42,7 +43,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
   public static final Duration DEFAULT_HEARTBEAT_TIMEOUT = Duration.ofSeconds(15);
   public static final Duration DEFAULT_SNAPSHOT_DEADLINE = Duration.ofSeconds(5);
   public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(1);
-  public static final int DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+  public static final int DEFAULT_MAX_MESSAGE_BYTES = MessageLimits.DEFAULT_MAX_MESSAGE_BYTES;
   public static final int DEFAULT_WINDOW = 512;
   public static final int DEFAULT_METRICS_PORT = 9551;
   public static final int DEFAULT_WEB_PORT = 9552;

@@ -5,7 +5,7 @@ import dev.frdiag.cli.ExitCode;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.proto.MessageLimits;
 import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
@@ -124,7 +124,7 @@ public final class FrSim implements Callable<Integer> {
       builder.stepInterval(stepInterval);
     }
     SimulatedRelays relays = fanIn
-        ? new SimulatedRelays(topology, channel, DaemonSettings.DEFAULT_MAX_MESSAGE_BYTES) : null;
+        ? new SimulatedRelays(topology, channel, MessageLimits.DEFAULT_MAX_MESSAGE_BYTES) : null;
     if (relays != null) {
       builder.rankChannels(relays::channelFor);
     }

@@ -1,6 +1,7 @@
 package dev.frdiag.agent.relay;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.proto.StreamEnds;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.DaemonFrame;
@@ -10,7 +11,6 @@ import dev.frdiag.proto.v1.NodeDownload;
 import dev.frdiag.proto.v1.NodeUpload;
 import dev.frdiag.proto.v1.RankFrame;
 import dev.frdiag.proto.v1.RankMessage;
-import dev.frdiag.proto.v1.StreamClosed;
 import io.grpc.Channel;
 import io.grpc.Context;
 import io.grpc.Status;
@@ -254,8 +254,7 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
           case CLOSED -> {
             // The daemon ended it: end the rank's call, and tell the daemon this stream is gone on our side too.
             ranks.remove(frame.getStream());
-            rank.end(Status.fromCodeValue(frame.getClosed().getCode())
-                .withDescription(frame.getClosed().getDescription()));
+            rank.end(StreamEnds.status(frame.getClosed()));
             enqueue(closedFrame(frame.getStream(), Status.CANCELLED.withDescription("ended by the daemon")));
           }
           default -> { }
@@ -388,8 +387,6 @@ public final class NodeRelay extends CollectorGrpc.CollectorImplBase {
   }
 
   private static RankFrame closedFrame(int stream, Status status) {
-    return RankFrame.newBuilder().setStream(stream).setClosed(StreamClosed.newBuilder()
-        .setCode(status.getCode().value())
-        .setDescription(status.getDescription() == null ? "" : status.getDescription())).build();
+    return RankFrame.newBuilder().setStream(stream).setClosed(StreamEnds.closed(status)).build();
   }
 }

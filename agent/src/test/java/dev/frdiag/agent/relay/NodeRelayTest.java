@@ -1,31 +1,34 @@
 package dev.frdiag.agent.relay;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.proto.v1.CollectorGrpc;
+import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.GetJobStatusRequest;
 import dev.frdiag.proto.v1.JobSummary;
+import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.testing.incidents.IncidentWatch;
+import dev.frdiag.testing.metrics.PrometheusScrape;
 import dev.frdiag.testing.sim.Fault;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.NettyServerBuilder;
 import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -141,14 +144,22 @@ class NodeRelayTest {
     }
   }
 
-  /** The daemon's frdiag_streams gauge for {@code kind}, as Prometheus scrapes it. */
+  @Test
+  void nodeContextPostedThroughARelayReachesTheDaemonAndItsRefusalComesBack() {
+    // fr-agent --fan-in posts its node's context through the relay it serves its ranks from.
+    var stub = CollectorGrpc.newBlockingStub(toRelays.get("node00")).withDeadlineAfter(5, TimeUnit.SECONDS);
+    assertThat(stub.reportContext(NodeContext.newBuilder().setJobId("relayed").setHostname("node00").build()))
+        .isEqualTo(ContextAck.getDefaultInstance());
+    assertThatThrownBy(() -> stub.reportContext(NodeContext.newBuilder().setJobId("relayed").build()))
+        .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+          assertThat(e.getStatus().getDescription()).isEqualTo("hostname must be 1-255 characters");
+        });
+  }
+
+  /** The daemon's frdiag_streams gauge for {@code kind}, as Prometheus scrapes it; 0 before its first use. */
   private double streams(String kind) throws Exception {
-    HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(
-        "http://127.0.0.1:" + daemon.metricsPort() + "/metrics")).timeout(Duration.ofSeconds(5)).build(),
-        HttpResponse.BodyHandlers.ofString());
-    String sample = "frdiag_streams{kind=\"" + kind + "\"} ";
-    return r.body().lines().filter(l -> l.startsWith(sample)).mapToDouble(l ->
-        Double.parseDouble(l.substring(sample.length()))).findFirst().orElse(0);
+    return PrometheusScrape.samples(daemon.metricsPort()).getOrDefault("frdiag_streams{kind=\"" + kind + "\"}", 0.0);
   }
 
   private RankSimulator simulator(Fault fault) {

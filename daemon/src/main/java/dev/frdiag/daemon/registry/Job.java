@@ -459,48 +459,8 @@ public final class Job {
           return triggerOf(r.events.getLast().getKind());
         }
       }
-      // Per group: outstanding work, and how long its least quiet member has gone without advancing. Keyed by the
-      // job's one copy of each
-      // announced group (its hash is computed once), never by a string of its members: that was the world
-      // group's 16,384 members printed for each of its 16,384 ranks on every pass, under the lock that every
-      // heartbeat of the job waits for.
-      Map<Object, long[]> groups = new HashMap<>();
-      for (RankState r : ranks.values()) {
-        if (r.liveness != Liveness.ALIVE) {
-          continue;
-        }
-        for (ProcessGroupProgress p : r.progress.values()) {
-          ProcessGroup g = r.groups.get(p.getProcessGroup());
-          Object key = g == null ? p.getProcessGroup() : g;
-          long[] agg = groups.computeIfAbsent(key, k -> new long[] {0, Long.MAX_VALUE});
-          boolean outstanding = p.getLastEnqueuedSeq() > p.getLastCompletedSeq()
-              || p.getLastEnqueuedP2PSeq() > p.getLastCompletedP2PSeq();
-          if (outstanding) {
-            agg[0] = 1;
-          }
-          agg[1] = Math.min(agg[1], quietNanos(r, p.getProcessGroup(), nowNanos));
-        }
-      }
-      for (long[] agg : groups.values()) {
-        if (agg[0] == 1 && agg[1] >= stallTimeout.toNanos()) {
-          return Report.Trigger.STALL;
-        }
-      }
-      return null;
+      return StallCheck.anyGroupStalled(ranks.values(), nowNanos, stallTimeout) ? Report.Trigger.STALL : null;
     }
-  }
-
-  /**
-   * How long {@code r} has gone without advancing {@code group}: between its own send times when its heartbeats carry
-   * them (one clock, so no skew between hosts; a heartbeat that arrives late shows the rank as it was when sent, not
-   * as stuck for the time it spent in queues), else by the daemon's clock since the advance arrived.
-   */
-  private static long quietNanos(RankState r, String group, long nowNanos) {
-    Long advancedSent = r.lastAdvanceSentNs.get(group);
-    if (r.latestSentNs > 0 && advancedSent != null) {
-      return r.latestSentNs - advancedSent;
-    }
-    return nowNanos - r.lastAdvanceNanos.getOrDefault(group, r.lastSeenNanos);
   }
 
   /** What a rank's event opens an incident as; the wire layer lets no other kind of event in. */

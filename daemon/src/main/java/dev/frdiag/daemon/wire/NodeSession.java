@@ -1,13 +1,13 @@
 package dev.frdiag.daemon.wire;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.proto.StreamEnds;
 import dev.frdiag.proto.v1.DaemonFrame;
 import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.NodeDownload;
 import dev.frdiag.proto.v1.NodeUpload;
 import dev.frdiag.proto.v1.RankFrame;
 import dev.frdiag.proto.v1.RankMessage;
-import dev.frdiag.proto.v1.StreamClosed;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
@@ -72,8 +72,7 @@ final class NodeSession implements StreamObserver<NodeUpload> {
           if (rank == null) {
             continue;
           }
-          Status status = Status.fromCodeValue(frame.getClosed().getCode())
-              .withDescription(frame.getClosed().getDescription());
+          Status status = StreamEnds.status(frame.getClosed());
           if (status.isOk()) {
             rank.onCompleted();
           } else {
@@ -127,8 +126,7 @@ final class NodeSession implements StreamObserver<NodeUpload> {
   }
 
   private static DaemonFrame.Builder closed(Status status) {
-    return DaemonFrame.newBuilder().setClosed(StreamClosed.newBuilder().setCode(status.getCode().value())
-        .setDescription(status.getDescription() == null ? "" : status.getDescription()));
+    return DaemonFrame.newBuilder().setClosed(StreamEnds.closed(status));
   }
 
   /** One rank stream's replies, as frames on the node stream. */

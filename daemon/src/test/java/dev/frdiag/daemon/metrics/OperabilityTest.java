@@ -14,6 +14,7 @@ import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.testing.metrics.PrometheusScrape;
 import io.grpc.ManagedChannel;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
@@ -24,13 +25,8 @@ import io.grpc.reflection.v1.ServerReflectionRequest;
 import io.grpc.reflection.v1.ServerReflectionResponse;
 import io.grpc.reflection.v1.ServiceResponse;
 import io.grpc.stub.StreamObserver;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -171,19 +167,6 @@ class OperabilityTest {
 
   /** Every sample of the text exposition format, by name and labels as written. */
   private Map<String, Double> scrape() throws Exception {
-    HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(
-        "http://127.0.0.1:" + daemon.metricsPort() + "/metrics")).timeout(Duration.ofSeconds(5)).build(),
-        HttpResponse.BodyHandlers.ofString());
-    assertThat(r.statusCode()).isEqualTo(200);
-    assertThat(r.headers().firstValue("content-type").orElse("")).startsWith("text/plain");
-    Map<String, Double> samples = new HashMap<>();
-    for (String line : r.body().split("\n")) {
-      if (line.isBlank() || line.startsWith("#")) {
-        continue;
-      }
-      int space = line.lastIndexOf(' ');
-      samples.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
-    }
-    return samples;
+    return PrometheusScrape.samples(daemon.metricsPort());
   }
 }
