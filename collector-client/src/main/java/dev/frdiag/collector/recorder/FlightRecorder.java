@@ -242,21 +242,9 @@ public final class FlightRecorder {
 
   /** Converts a view to its wire form; frames are referenced by this recorder's stack ids. */
   public CollectiveRecord toProto(RecordView view) {
-    CollectiveRecord.Builder b = CollectiveRecord.newBuilder()
-        .setRecordId(view.recordId)
+    CollectiveRecord.Builder b = scalars(view)
         .setProcessGroup(groups.get(view.processGroup).name())
-        .setCollectiveSeq(view.collectiveSeq)
-        .setP2PSeq(view.p2pSeq)
-        .setOpId(view.opId)
         .setOp(opNames.get(view.op))
-        .setIsP2P(view.isP2p)
-        .setPeer(view.peer)
-        .setState(CollectiveState.forNumber(view.state))
-        .setTimeCreatedNs(view.timeCreatedNs)
-        .setTimeStartedNs(view.timeStartedNs)
-        .setTimeCompletedNs(view.timeCompletedNs)
-        .setTimeoutMs(timeoutMs)
-        .setCommsId(commsId(view))
         .setBackend("nccl");
     if (view.thread >= 0) {
       b.setThreadName(threadNames.get(view.thread));
@@ -273,6 +261,31 @@ public final class FlightRecorder {
       }
     }
     return b.build();
+  }
+
+  /**
+   * Converts a view to its wire form without what its template holds (group, op, tensors, thread, stack, backend):
+   * the record names {@code templateId}, which the sender has sent as {@code RecordTemplates.of(templateId,
+   * toProto(view))} for a view of the same group, op, tensors, thread and stack.
+   */
+  public CollectiveRecord toProto(RecordView view, int templateId) {
+    return scalars(view).setTemplateId(templateId).build();
+  }
+
+  private CollectiveRecord.Builder scalars(RecordView view) {
+    return CollectiveRecord.newBuilder()
+        .setRecordId(view.recordId)
+        .setCollectiveSeq(view.collectiveSeq)
+        .setP2PSeq(view.p2pSeq)
+        .setOpId(view.opId)
+        .setIsP2P(view.isP2p)
+        .setPeer(view.peer)
+        .setState(CollectiveState.forNumber(view.state))
+        .setTimeCreatedNs(view.timeCreatedNs)
+        .setTimeStartedNs(view.timeStartedNs)
+        .setTimeCompletedNs(view.timeCompletedNs)
+        .setTimeoutMs(timeoutMs)
+        .setCommsId(commsId(view));
   }
 
   /** The frame that {@link #toProto} refers to by {@code frameId}. */

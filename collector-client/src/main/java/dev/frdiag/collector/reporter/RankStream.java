@@ -98,6 +98,12 @@ public final class RankStream {
     return c != null && c.welcomed && c.failed == null;
   }
 
+  /** True when the daemon of the open stream reads records by template (CollectorConfig.record_templates). */
+  public boolean takesRecordTemplates() {
+    Call c = call;
+    return c != null && c.recordTemplates;
+  }
+
   /** Sends on the open stream; dropped when there is none (the owner re-sends what matters on reconnect). */
   public void send(RankMessage message) {
     Call c = call;
@@ -200,6 +206,8 @@ public final class RankStream {
     final long openedAtNanos;
     volatile ClientCallStreamObserver<RankMessage> requests;
     volatile boolean welcomed;
+    /** The daemon's Welcome said it reads records by template. */
+    volatile boolean recordTemplates;
     volatile Status failed;
 
     Call(long openedAtNanos) {
@@ -215,6 +223,7 @@ public final class RankStream {
     public void onNext(DaemonMessage message) {
       switch (message.getBodyCase()) {
         case WELCOME -> {
+          recordTemplates = message.getWelcome().getConfig().getRecordTemplates();
           welcomed = true;
           // Reset from the callback thread is fine: only the next failure reads it, on the owner's thread.
           backoffNanos = 0;

@@ -4,6 +4,7 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.ring.RecordRing;
 import dev.frdiag.collector.ring.RecordView;
+import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
@@ -19,6 +20,8 @@ import dev.frdiag.proto.v1.RecordBatch;
 import io.grpc.Channel;
 import java.time.Duration;
 import java.util.BitSet;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -30,6 +33,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,6 +87,8 @@ public final class Reporter implements AutoCloseable {
   private int announcedGroups;
   @GuardedBy("lock")
   private final BitSet shippedStacks = new BitSet();
+  /** Templates sent on the current stream. */
+  private final TemplateTable streamTemplates = new TemplateTable();
   @GuardedBy("lock")
   private boolean closed;
   @GuardedBy("lock")
@@ -258,6 +264,7 @@ public final class Reporter implements AutoCloseable {
     openCount = 0;
     announcedGroups = recorder.processGroupCount();
     shippedStacks.clear();
+    streamTemplates.clear();
     return RankMessage.newBuilder().setHello(Hello.newBuilder().setIdentity(identity)
         .addAllProcessGroups(recorder.processGroups()).setRingCapacity(recorder.capacity())
         .setDroppedRecords(droppedRecords)).build();
@@ -350,17 +357,36 @@ public final class Reporter implements AutoCloseable {
   }
 
   private void addRecord(RecordBatch.Builder batch) {
+    if (stream.takesRecordTemplates()) {
+      int id = streamTemplates.idOf(view);
+      if (id > 0) {
+        batch.addRecords(recorder.toProto(view, id));
+        return;
+      }
+      if (id < 0) {
+        CollectiveRecord full = recorder.toProto(view);
+        shipFrames(full, shippedStacks, batch::addFrames);
+        batch.addTemplates(RecordTemplates.of(-id, full));
+        batch.addRecords(recorder.toProto(view, -id));
+        return;
+      }
+    }
     CollectiveRecord record = recorder.toProto(view);
+    shipFrames(record, shippedStacks, batch::addFrames);
+    batch.addRecords(record);
+  }
+
+  /** Adds the frames of {@code record}'s stack unless {@code shipped} says they were sent already. */
+  private void shipFrames(CollectiveRecord record, BitSet shipped, Consumer<InternedFrame> out) {
     if (record.getFrameIdsCount() > 0) {
       int stackId = FlightRecorder.stackOfFrame(record.getFrameIds(0));
-      if (!shippedStacks.get(stackId)) {
-        shippedStacks.set(stackId);
+      if (!shipped.get(stackId)) {
+        shipped.set(stackId);
         for (int frameId : recorder.frameIdsOfStack(stackId)) {
-          batch.addFrames(InternedFrame.newBuilder().setId(frameId).setFrame(recorder.frame(frameId)));
+          out.accept(InternedFrame.newBuilder().setId(frameId).setFrame(recorder.frame(frameId)).build());
         }
       }
     }
-    batch.addRecords(record);
   }
 
   private void flushIfFull(RecordBatch.Builder batch) {
@@ -376,23 +402,58 @@ public final class Reporter implements AutoCloseable {
     BitSet stacks = new BitSet();
     long next = recorder.nextRecordId();
     long held = maxRecords > 0 ? Math.min(recorder.capacity(), maxRecords) : recorder.capacity();
+    // Templates of a reply are its own: the daemon reads a reply apart from the stream's records.
+    TemplateTable replyTemplates = stream.takesRecordTemplates() ? new TemplateTable() : null;
     for (long id = Math.max(0, next - held); id < next; id++) {
       if (!recorder.read(id, view)) {
         continue;
       }
+      int template = replyTemplates == null ? 0 : replyTemplates.idOf(view);
+      if (template > 0) {
+        reply.addRecords(recorder.toProto(view, template));
+        continue;
+      }
       CollectiveRecord record = recorder.toProto(view);
-      if (record.getFrameIdsCount() > 0) {
-        int stackId = FlightRecorder.stackOfFrame(record.getFrameIds(0));
-        if (!stacks.get(stackId)) {
-          stacks.set(stackId);
-          for (int frameId : recorder.frameIdsOfStack(stackId)) {
-            reply.addFrames(InternedFrame.newBuilder().setId(frameId).setFrame(recorder.frame(frameId)));
-          }
-        }
+      shipFrames(record, stacks, reply::addFrames);
+      if (template < 0) {
+        reply.addTemplates(RecordTemplates.of(-template, record));
+        record = recorder.toProto(view, -template);
       }
       reply.addRecords(record);
     }
     return reply.addAllProgress(recorder.progress()).setDroppedRecords(droppedRecords).build();
+  }
+
+  /**
+   * Numbers the distinct (group, op, tensors, thread, stack) of the records sent in one scope (a stream, or a dump
+   * reply), so that each is sent once as a RecordTemplate and the records name it. Bounded: past
+   * {@value #MAX_TEMPLATES} a record is sent whole rather than grow the daemon's table of the stream.
+   */
+  static final class TemplateTable {
+    static final int MAX_TEMPLATES = 65_536;
+
+    private record Key(int group, int op, int inputs, int outputs, int thread, int stack) {}
+
+    private final Map<Key, Integer> ids = new HashMap<>();
+
+    /** The template id of {@code view} if sent before; minus a new id to send now; 0 when the table is full. */
+    int idOf(RecordView view) {
+      Key key = new Key(view.processGroup, view.op, view.inputs, view.outputs, view.thread, view.stack);
+      Integer known = ids.get(key);
+      if (known != null) {
+        return known;
+      }
+      if (ids.size() >= MAX_TEMPLATES) {
+        return 0;
+      }
+      int id = ids.size() + 1;
+      ids.put(key, id);
+      return -id;
+    }
+
+    void clear() {
+      ids.clear();
+    }
   }
 
   /** Builds a {@link Reporter}; settings default to {@link ReporterSettings#defaults()}. */

@@ -4,6 +4,7 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
 import dev.frdiag.analysis.RankEvidence;
+import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
@@ -15,16 +16,17 @@ import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.IntFunction;
 
 /**
  * One training job as the daemon tracks it: its ranks, their latest progress and ring windows. Thread-safe:
@@ -126,7 +128,9 @@ public final class Job {
       RankState r = ranks.computeIfAbsent(identity.getGlobalRank(), k -> new RankState());
       if (r.identity != null && r.identity.getPid() != identity.getPid()) {
         // A new process for this rank (the job restarted it): its old ring is history.
-        r.records.clear();
+        if (r.window != null) {
+          r.window.clear();
+        }
         r.frames.clear();
         r.progress.clear();
         r.lastAdvanceNanos.clear();
@@ -274,8 +278,13 @@ public final class Job {
     }
   }
 
-  public void records(int rank, String session, List<CollectiveRecord> records, List<InternedFrame> frames,
-      long dropped, long nowNanos) {
+  /**
+   * Takes in a batch of {@code rank}'s records, checked by the caller.
+   *
+   * @param templates the shared fields ({@link #template}) of each template id the records name
+   */
+  public void records(int rank, String session, List<CollectiveRecord> records,
+      IntFunction<CollectiveRecord> templates, List<InternedFrame> frames, long dropped, long nowNanos) {
     synchronized (lock) {
       RankState r = current(rank, session);
       if (r == null) {
@@ -283,14 +292,12 @@ public final class Job {
       }
       heard(r, nowNanos);
       r.droppedRecords = Math.max(r.droppedRecords, dropped);
-      for (CollectiveRecord rec : records) {
-        // A re-sent record (its state moved on) replaces the earlier copy in place.
-        r.records.put(rec.getRecordId(), interner.intern(rec));
+      if (r.window == null) {
+        r.window = new RankWindow(window);
       }
-      Iterator<Long> oldest = r.records.keySet().iterator();
-      while (r.records.size() > window && oldest.hasNext()) {
-        oldest.next();
-        oldest.remove();
+      for (CollectiveRecord rec : records) {
+        // A record that carries its own group and op is its own shared part, its strings and lists the job's.
+        r.window.put(rec, rec.getTemplateId() != 0 ? templates.apply(rec.getTemplateId()) : interner.intern(rec));
       }
       for (InternedFrame f : frames) {
         if (r.frames.size() < RankState.MAX_FRAMES) {
@@ -355,16 +362,32 @@ public final class Job {
    * snapshot of every rank arrives at once, and as parsed from the wire it took four times the memory of the
    * windows themselves (a 1 GB heap filled at 4,096 ranks before any reply was read).
    */
-  public DumpReply compact(DumpReply reply) {
+  public DumpReply compact(DumpReply reply, IntFunction<CollectiveRecord> templates) {
     synchronized (lock) {
-      DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames();
+      DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames().clearTemplates();
       for (CollectiveRecord r : reply.getRecordsList()) {
-        b.addRecords(interner.intern(r));
+        b.addRecords(r.getTemplateId() != 0
+            ? templates.apply(r.getTemplateId()).toBuilder().mergeFrom(r).setTemplateId(0).build()
+            : interner.intern(r));
       }
       for (InternedFrame f : reply.getFramesList()) {
         b.addFrames(f.toBuilder().setFrame(interner.frame(f.getFrame())));
       }
       return b.build();
+    }
+  }
+
+  /** Whether a rank of this job announced a group equal to {@code group} (members, layout, name) and it was kept. */
+  public boolean holdsGroup(ProcessGroup group) {
+    synchronized (lock) {
+      return sharedGroups.containsKey(group);
+    }
+  }
+
+  /** The job's shared copy of what {@code template} stands for, for records that name it. */
+  public CollectiveRecord template(RecordTemplate template) {
+    synchronized (lock) {
+      return interner.intern(RecordTemplates.fields(template).build());
     }
   }
 
@@ -411,7 +434,7 @@ public final class Job {
           }
           progress = reply.getProgressList();
         } else {
-          records = new ArrayList<>(r.records.values());
+          records = r.window == null ? new ArrayList<>() : r.window.records();
           frames = new HashMap<>(r.frames);
           progress = new ArrayList<>(r.progress.values());
         }

@@ -1,7 +1,6 @@
 package dev.frdiag.daemon.registry;
 
 import dev.frdiag.analysis.Liveness;
-import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
@@ -19,8 +18,8 @@ final class RankState {
 
   RankIdentity identity;
   final Map<String, ProcessGroup> groups = new LinkedHashMap<>();
-  /** The newest records by record id, bounded by the job's window size. */
-  final LinkedHashMap<Long, CollectiveRecord> records = new LinkedHashMap<>();
+  /** The newest records by record id, bounded by the job's window size; null until the rank sends one. */
+  RankWindow window;
   final Map<Integer, Frame> frames = new HashMap<>();
   final Map<String, ProcessGroupProgress> progress = new LinkedHashMap<>();
   /** Daemon monotonic time at which each group's completed seq last advanced. */

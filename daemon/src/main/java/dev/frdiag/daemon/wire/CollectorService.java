@@ -9,7 +9,6 @@ import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.registry.RankLink;
 import dev.frdiag.daemon.watchdog.Investigator;
-import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.CollectorConfig;
 import dev.frdiag.proto.v1.CollectorGrpc;
@@ -20,8 +19,10 @@ import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.NodeDownload;
 import dev.frdiag.proto.v1.NodeUpload;
+import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.Welcome;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -30,6 +31,7 @@ import io.grpc.stub.StreamObserver;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,7 +55,8 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     this.metrics = metrics;
     this.registry = registry;
     this.investigator = investigator;
-    this.config = config;
+    // This service reads records by template, whatever the caller's config says.
+    this.config = config.toBuilder().setRecordTemplates(true).build();
     this.maxMessageBytes = maxMessageBytes;
     this.nanoTime = nanoTime;
     this.millis = millis;
@@ -129,6 +132,8 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     private final String id = UUID.randomUUID().toString();
     private Job job;
     private RankIdentity identity;
+    /** Templates sent on this stream; gRPC delivers one message at a time, so no lock. */
+    private final TemplateTable templates = new TemplateTable();
     @GuardedBy("this")
     private boolean ended;
 
@@ -187,14 +192,14 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
               message.getHeartbeat().getDroppedRecords(), message.getHeartbeat().getSentAtNs(), now, nowMs);
         }
         case RECORDS -> {
-          for (CollectiveRecord r : message.getRecords().getRecordsList()) {
-            MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
-          }
-          job.records(rank, id, message.getRecords().getRecordsList(), message.getRecords().getFramesList(),
-              message.getRecords().getDroppedRecords(), now);
+          RecordBatch batch = message.getRecords();
+          templates.add(batch.getTemplatesList(), job, rank);
+          templates.check(batch.getRecordsList(), job, rank);
+          job.records(rank, id, batch.getRecordsList(), templates::get, batch.getFramesList(),
+              batch.getDroppedRecords(), now);
         }
         case PROCESS_GROUPS -> {
-          MessageValidator.groups(message.getProcessGroups().getProcessGroupsList(), identity);
+          MessageValidator.groups(message.getProcessGroups().getProcessGroupsList(), identity, job::holdsGroup);
           job.addGroups(rank, id, message.getProcessGroups().getProcessGroupsList(), now);
         }
         case EVENT -> {
@@ -205,10 +210,10 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         }
         case DUMP_REPLY -> {
           DumpReply reply = newest(message.getDumpReply(), job.window());
-          for (CollectiveRecord r : reply.getRecordsList()) {
-            MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
-          }
-          investigator.onDumpReply(job.id(), rank, id, job.compact(reply));
+          TemplateTable replyTemplates = new TemplateTable();
+          replyTemplates.add(reply.getTemplatesList(), job, rank);
+          replyTemplates.check(reply.getRecordsList(), job, rank);
+          investigator.onDumpReply(job.id(), rank, id, job.compact(reply, replyTemplates::get));
         }
         case GOODBYE -> {
           job.finished(rank, id);
@@ -223,7 +228,12 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     }
 
     private void hello(Hello hello, long now) {
-      MessageValidator.hello(hello);
+      // The job's groups passed these checks before; the job is not created until the Hello passed them.
+      Predicate<ProcessGroup> known = hello.hasIdentity()
+          ? registry.find(hello.getIdentity().getJobId()).<Predicate<ProcessGroup>>map(j -> j::holdsGroup)
+              .orElse(g -> false)
+          : g -> false;
+      MessageValidator.hello(hello, known);
       RankIdentity who = hello.getIdentity();
       // Before the job exists: a stranger can neither create a job nor fix its shape.
       Access.requireWriter(who.getJobId());

@@ -8,7 +8,9 @@ import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RecordTemplate;
 import java.util.List;
+import java.util.function.Predicate;
 
 /**
  * Checks what a rank sends before the daemon believes it. Every check names the field and the value, since the
@@ -25,6 +27,14 @@ final class MessageValidator {
 
   /** @throws IllegalArgumentException describing the first problem */
   static void hello(Hello hello) {
+    hello(hello, g -> false);
+  }
+
+  /**
+   * @param checkedBefore whether a group equal to this one passed these checks on its job before
+   * @throws IllegalArgumentException describing the first problem
+   */
+  static void hello(Hello hello, Predicate<ProcessGroup> checkedBefore) {
     if (!hello.hasIdentity()) {
       throw new IllegalArgumentException("Hello has no identity");
     }
@@ -40,7 +50,7 @@ final class MessageValidator {
       throw new IllegalArgumentException("global_rank " + id.getGlobalRank() + " is outside 0.."
           + (id.getWorldSize() - 1));
     }
-    groups(hello.getProcessGroupsList(), id);
+    groups(hello.getProcessGroupsList(), id, checkedBefore);
     if (hello.getSchedulerCount() > MAX_SCHEDULER_ENTRIES) {
       throw new IllegalArgumentException("scheduler has " + hello.getSchedulerCount() + " entries, more than "
           + MAX_SCHEDULER_ENTRIES);
@@ -67,10 +77,24 @@ final class MessageValidator {
   }
 
   static void groups(List<ProcessGroup> groups, RankIdentity id) {
+    groups(groups, id, g -> false);
+  }
+
+  /**
+   * Checks each group's members, layout and that {@code id}'s rank is one of them. A group equal to one that
+   * passed before on the same job, with members in arithmetic progression, is checked in constant time: every rank
+   * of a 16,384-rank job announces the same 16,384-member world group, and sorting it for each Hello was a fifth
+   * of the daemon's time while a job reconnected.
+   */
+  static void groups(List<ProcessGroup> groups, RankIdentity id, Predicate<ProcessGroup> checkedBefore) {
     if (groups.size() > MAX_GROUPS) {
       throw new IllegalArgumentException(groups.size() + " process groups is more than " + MAX_GROUPS);
     }
     for (ProcessGroup g : groups) {
+      if (g.getGlobalRankStride() > 0 && checkedBefore.test(g)) {
+        progression(g, id);
+        continue;
+      }
       if (g.getName().isEmpty()) {
         throw new IllegalArgumentException("a process group has an empty name");
       }
@@ -102,6 +126,22 @@ final class MessageValidator {
     }
   }
 
+  /** The checks of {@link #groups} for a group known to be start, start + stride, ... with no duplicate. */
+  private static void progression(ProcessGroup g, RankIdentity id) {
+    long start = g.getGlobalRankStart();
+    long stride = g.getGlobalRankStride();
+    long last = start + stride * (g.getRanksCount() - 1);
+    if (last >= id.getWorldSize()) {
+      throw new IllegalArgumentException("process group '" + g.getName() + "' has member " + last
+          + " outside world size " + id.getWorldSize());
+    }
+    long rank = id.getGlobalRank();
+    if (rank < start || rank > last || (rank - start) % stride != 0) {
+      throw new IllegalArgumentException("rank " + id.getGlobalRank() + " is not a member of process group '"
+          + g.getName() + "' it announced");
+    }
+  }
+
   static final int MAX_FINDINGS = 1000;
   /** A node has a few dozen GPUs and NIC ports at most; more is a broken or hostile agent. */
   static final int MAX_BINDINGS = 1024;
@@ -125,7 +165,11 @@ final class MessageValidator {
     }
   }
 
-  /** @throws IllegalArgumentException describing the first problem */
+  /**
+   * A record that carries its own group and op (template_id 0).
+   *
+   * @throws IllegalArgumentException describing the first problem
+   */
   static void record(CollectiveRecord r, boolean groupKnown) {
     if (!groupKnown) {
       throw new IllegalArgumentException("record " + r.getRecordId() + " names process group '"
@@ -133,6 +177,42 @@ final class MessageValidator {
     }
     if (r.getOp().isEmpty()) {
       throw new IllegalArgumentException("record " + r.getRecordId() + " has no op name");
+    }
+    numbers(r);
+  }
+
+  /**
+   * A record that names a template for its group and op.
+   *
+   * @param templateKnown whether its template was sent before it (or with it) on its stream or reply
+   * @throws IllegalArgumentException describing the first problem
+   */
+  static void templated(CollectiveRecord r, boolean templateKnown) {
+    if (!templateKnown) {
+      throw new IllegalArgumentException("record " + r.getRecordId() + " names template " + r.getTemplateId()
+          + " that was not sent before it");
+    }
+    numbers(r);
+  }
+
+  /** @throws IllegalArgumentException describing the first problem */
+  static void template(RecordTemplate t, boolean groupKnown) {
+    if (t.getId() == 0) {
+      throw new IllegalArgumentException("a record template has id 0; template ids start at 1");
+    }
+    if (!groupKnown) {
+      throw new IllegalArgumentException("record template " + t.getId() + " names process group '"
+          + abbreviate(t.getProcessGroup()) + "' that was never announced");
+    }
+    if (t.getOp().isEmpty()) {
+      throw new IllegalArgumentException("record template " + t.getId() + " has no op name");
+    }
+  }
+
+  private static void numbers(CollectiveRecord r) {
+    if (r.getRecordId() < 0) {
+      throw new IllegalArgumentException("record_id " + Long.toUnsignedString(r.getRecordId())
+          + " is beyond " + Long.MAX_VALUE);
     }
     if (r.getTimeCreatedNs() <= 0) {
       throw new IllegalArgumentException("record " + r.getRecordId() + " has no time_created_ns");

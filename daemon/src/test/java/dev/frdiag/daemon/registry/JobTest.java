@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.daemon.Limits;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankIdentity;
@@ -179,7 +182,7 @@ class JobTest {
       records.add(CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0").setOp("all_reduce")
           .setCollectiveSeq(i).setTimeCreatedNs(1 + i).build());
     }
-    job.records(0, "s0", records, List.of(), 0, 1);
+    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
 
     List<CollectiveRecord> kept = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
     assertThat(kept).hasSize(Limits.MIN_WINDOW);
@@ -187,5 +190,24 @@ class JobTest {
     assertThat(Limits.defaults().windowFor(512, 16)).isEqualTo(512);
     assertThat(Limits.defaults().windowFor(512, 16_384)).isEqualTo(61);
     assertThat(Limits.defaults().windowFor(512, 100_000)).isEqualTo(Limits.MIN_WINDOW);
+  }
+
+  @Test
+  void aSnapshotReplyNamingTemplatesIsTakenInAsTheWholeRecordsTheyStandFor() {
+    Job job = new Job("j", 1, 512, 0);
+    RecordTemplate template = RecordTemplate.newBuilder().setId(1).setProcessGroup("0").setOp("all_reduce")
+        .addInputDtypes("Float").addFrameIds(4).setBackend("nccl").build();
+    CollectiveRecord shared = job.template(template);
+    CollectiveRecord whole = CollectiveRecord.newBuilder().setRecordId(3).setProcessGroup("0").setOp("all_reduce")
+        .addInputDtypes("Float").addFrameIds(4).setBackend("nccl").setCollectiveSeq(2)
+        .setState(CollectiveState.STARTED).setTimeCreatedNs(10).setTimeStartedNs(11).build();
+    CollectiveRecord naming = whole.toBuilder().clearProcessGroup().clearOp().clearInputDtypes().clearFrameIds()
+        .clearBackend().setTemplateId(1).build();
+
+    DumpReply compact = job.compact(DumpReply.newBuilder().setRequestId(1).addTemplates(template)
+        .addRecords(naming).build(), id -> id == 1 ? shared : null);
+    assertThat(compact.getRecordsList()).containsExactly(whole);
+    assertThat(compact.getTemplatesList()).isEmpty();
+    assertThat(compact.getRecords(0).getOp()).as("the job's copy").isSameAs(shared.getOp());
   }
 }

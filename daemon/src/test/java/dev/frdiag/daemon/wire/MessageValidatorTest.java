@@ -173,6 +173,21 @@ class MessageValidatorTest {
   }
 
   @Test
+  void aGroupTheJobHeldBeforeIsStillCheckedForThisRankAndThisWorld() {
+    ProcessGroup dp = group("dp", 1, 3, 5, 7);
+    accepted(() -> MessageValidator.groups(List.of(dp), identity("job", 5, 8), g -> true));
+    refused(() -> MessageValidator.groups(List.of(dp), identity("job", 4, 8), g -> true),
+        "rank 4 is not a member of process group 'dp' it announced");
+    refused(() -> MessageValidator.groups(List.of(dp), identity("job", 9, 10), g -> true),
+        "rank 9 is not a member of process group 'dp' it announced");
+    refused(() -> MessageValidator.groups(List.of(dp), identity("job", 1, 6), g -> true),
+        "process group 'dp' has member 7 outside world size 6");
+    // Members that are no progression are checked in full whatever the job held.
+    refused(() -> MessageValidator.groups(List.of(group("odd", 0, 1, 5)), identity("job", 1, 4), g -> true),
+        "process group 'odd' has member 5 outside world size 4");
+  }
+
+  @Test
   void nodeContextNamesAValidJobAndHost() {
     NodeContext ok = NodeContext.newBuilder().setJobId("job").setHostname("h".repeat(255)).build();
     accepted(() -> MessageValidator.context(ok));

@@ -1,5 +1,6 @@
 package dev.frdiag.testing.fakes;
 
+import dev.frdiag.proto.v1.CollectorConfig;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
 import dev.frdiag.proto.v1.DaemonMessage;
@@ -31,8 +32,16 @@ public final class FakeCollector extends CollectorGrpc.CollectorImplBase impleme
    */
   private final Map<Integer, StreamObserver<DaemonMessage>> streams = new ConcurrentHashMap<>();
   private final Server server;
+  private final boolean recordTemplates;
 
+  /** A stand-in for a daemon that reads only whole records (CollectorConfig.record_templates unset). */
   public FakeCollector() throws IOException {
+    this(false);
+  }
+
+  /** @param recordTemplates whether its Welcome says it reads records by template */
+  public FakeCollector(boolean recordTemplates) throws IOException {
+    this.recordTemplates = recordTemplates;
     server = NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
         .addService(this).build().start();
   }
@@ -78,8 +87,8 @@ public final class FakeCollector extends CollectorGrpc.CollectorImplBase impleme
           rank = message.getHello().getIdentity().getGlobalRank();
           streams.put(rank, responses);
           synchronized (responses) {
-            responses.onNext(DaemonMessage.newBuilder().setWelcome(Welcome.newBuilder().setSessionId("s" + rank))
-                .build());
+            responses.onNext(DaemonMessage.newBuilder().setWelcome(Welcome.newBuilder().setSessionId("s" + rank)
+                .setConfig(CollectorConfig.newBuilder().setRecordTemplates(recordTemplates))).build());
           }
         }
         received.computeIfAbsent(rank, r -> new CopyOnWriteArrayList<>()).add(message);

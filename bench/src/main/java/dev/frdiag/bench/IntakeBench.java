@@ -1,0 +1,179 @@
+package dev.frdiag.bench;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.proto.RecordTemplates;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.proto.v1.RecordBatch;
+import dev.frdiag.proto.v1.RecordTemplate;
+import dev.frdiag.testing.sim.RankSimulator;
+import dev.frdiag.testing.sim.Records;
+import dev.frdiag.testing.sim.Topology;
+import java.lang.ref.Reference;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Prints what the daemon's record intake costs per record: a rank's record batch parsed from its wire bytes
+ * ({@code RankMessage.parseFrom}, as gRPC does) and taken into the job's per-rank window ({@code Job.records}), on
+ * one thread. The batches are what fr-sim's ranks send: each step's records once when issued (scheduled) and once
+ * more when completed. Also prints the heap the windows hold per record once full. Usage: {@code java -cp
+ * bench/target/frdiag-bench.jar dev.frdiag.bench.IntakeBench [ranks] [rounds]}.
+ */
+public final class IntakeBench {
+  private static final int STEPS = 8;
+
+  private IntakeBench() {}
+
+  public static void main(String[] args) throws InvalidProtocolBufferException {
+    int ranks = args.length > 0 ? Integer.parseInt(args[0]) : 4096;
+    int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 7;
+    for (boolean templated : new boolean[] {false, true}) {
+      System.out.println(templated ? "records naming templates (reporters of this version)"
+          : "records carrying their own group, op, tensors and stack (older reporters)");
+      run(ranks, rounds, batches(ranks, templated));
+    }
+  }
+
+  private static void run(int ranks, int rounds, List<List<byte[]>> batches) throws InvalidProtocolBufferException {
+    long records = 0;
+    long bytes = 0;
+    for (List<byte[]> rank : batches) {
+      for (byte[] b : rank) {
+        records += RankMessage.parseFrom(b).getRecords().getRecordsCount();
+        bytes += b.length;
+      }
+    }
+    System.out.printf("%d ranks, %d records per round in %d batches, %.0f bytes per record on the wire%n", ranks,
+        records, batches.stream().mapToInt(List::size).sum(), bytes / (double) records);
+    System.out.printf("%6s %14s %14s %14s%n", "round", "parse ns/rec", "intake ns/rec", "total ns/rec");
+    long[] parse = new long[rounds];
+    long[] intake = new long[rounds];
+    Job job = null;
+    for (int round = 0; round < rounds; round++) {
+      job = connectedJob(ranks);
+      // Parsed first, then taken in: the two costs apart, each over the whole round.
+      long t0 = System.nanoTime();
+      List<List<RankMessage>> parsed = parse(batches);
+      long t1 = System.nanoTime();
+      intake(job, parsed);
+      long t2 = System.nanoTime();
+      parse[round] = t1 - t0;
+      intake[round] = t2 - t1;
+      System.out.printf("%6d %14.0f %14.0f %14.0f%n", round, (t1 - t0) / (double) records,
+          (t2 - t1) / (double) records, (t2 - t0) / (double) records);
+    }
+    Arrays.sort(parse);
+    Arrays.sort(intake);
+    System.out.printf("median %14.0f %14.0f %14.0f%n", parse[rounds / 2] / (double) records,
+        intake[rounds / 2] / (double) records, (parse[rounds / 2] + intake[rounds / 2]) / (double) records);
+    int window = job.window();
+    job = null;
+    // The windows' heap: one more round into a fresh job, measured against the heap before it.
+    System.gc();
+    long before = usedHeap();
+    Job filled = connectedJob(ranks);
+    intake(filled, parse(batches));
+    System.gc();
+    long kept = (long) ranks * Math.min(window, records / ranks);
+    System.out.printf("windows hold about %.0f bytes per kept record (%d records kept, window %d)%n",
+        (usedHeap() - before) / (double) kept, kept, window);
+    Reference.reachabilityFence(filled);
+  }
+
+  private static List<List<RankMessage>> parse(List<List<byte[]>> batches) throws InvalidProtocolBufferException {
+    List<List<RankMessage>> parsed = new ArrayList<>(batches.size());
+    for (List<byte[]> rank : batches) {
+      List<RankMessage> messages = new ArrayList<>(rank.size());
+      for (byte[] b : rank) {
+        messages.add(RankMessage.parseFrom(b));
+      }
+      parsed.add(messages);
+    }
+    return parsed;
+  }
+
+  private static void intake(Job job, List<List<RankMessage>> parsed) {
+    for (int rank = 0; rank < parsed.size(); rank++) {
+      // The stream's templates, as the daemon's session keeps them.
+      Map<Integer, CollectiveRecord> templates = new HashMap<>();
+      for (RankMessage m : parsed.get(rank)) {
+        RecordBatch batch = m.getRecords();
+        for (RecordTemplate t : batch.getTemplatesList()) {
+          templates.put(t.getId(), job.template(t));
+        }
+        job.records(rank, "s" + rank, batch.getRecordsList(), templates::get, batch.getFramesList(), 0,
+            2_000_000_000L);
+      }
+    }
+  }
+
+  private static long usedHeap() {
+    Runtime rt = Runtime.getRuntime();
+    return rt.totalMemory() - rt.freeMemory();
+  }
+
+  /**
+   * Each rank's record batches for {@value #STEPS} steps of fr-sim's workload, as wire bytes; with {@code
+   * templated}, each distinct group, op, tensors and stack sent once per rank as a template, as the reporter does.
+   */
+  private static List<List<byte[]>> batches(int ranks, boolean templated) {
+    List<List<byte[]>> out = new ArrayList<>(ranks);
+    try (RankSimulator sim = RankSimulator.builder().topology(Topology.builder().worldSize(ranks).build())
+        .steps(STEPS).build()) {
+      sim.runSteps(STEPS);
+      for (int rank = 0; rank < ranks; rank++) {
+        List<CollectiveRecord> all = Records.all(sim.recorder(rank));
+        List<byte[]> batches = new ArrayList<>();
+        Map<RecordTemplate, Integer> templates = new HashMap<>();
+        int perStep = all.size() / STEPS;
+        for (int step = 0; step < STEPS; step++) {
+          List<CollectiveRecord> done = all.subList(step * perStep, (step + 1) * perStep);
+          RecordBatch.Builder issued = RecordBatch.newBuilder();
+          RecordBatch.Builder finished = RecordBatch.newBuilder();
+          for (CollectiveRecord r : done) {
+            CollectiveRecord scheduled = r.toBuilder().setState(CollectiveState.SCHEDULED).clearTimeStartedNs()
+                .clearTimeCompletedNs().clearDurationMs().build();
+            issued.addRecords(templated ? templated(scheduled, templates, issued) : scheduled);
+            finished.addRecords(templated ? templated(r, templates, finished) : r);
+          }
+          batches.add(RankMessage.newBuilder().setRecords(issued).build().toByteArray());
+          batches.add(RankMessage.newBuilder().setRecords(finished).build().toByteArray());
+        }
+        out.add(batches);
+      }
+    }
+    return out;
+  }
+
+  /** {@code r} naming its template, which is added to {@code batch} when new. */
+  private static CollectiveRecord templated(CollectiveRecord r, Map<RecordTemplate, Integer> templates,
+      RecordBatch.Builder batch) {
+    RecordTemplate fields = RecordTemplates.of(0, r);
+    Integer id = templates.get(fields);
+    if (id == null) {
+      id = templates.size() + 1;
+      templates.put(fields, id);
+      batch.addTemplates(fields.toBuilder().setId(id));
+    }
+    return r.toBuilder().clearProcessGroup().clearOp().clearInputSizes().clearOutputSizes().clearInputDtypes()
+        .clearOutputDtypes().clearThreadName().clearThreadId().clearFrameIds().clearBackend().setTemplateId(id)
+        .build();
+  }
+
+  private static Job connectedJob(int ranks) {
+    Job job = new JobRegistry(512).getOrCreate("bench", ranks, 0, 0);
+    for (int rank = 0; rank < ranks; rank++) {
+      job.attach(RankIdentity.newBuilder().setJobId("bench").setGlobalRank(rank).setWorldSize(ranks)
+          .setHostname("h" + rank / 8).setPid(rank).build(), List.of(), request -> { }, "s" + rank, 0, 1_000L, 0);
+    }
+    return job;
+  }
+}

@@ -1,0 +1,58 @@
+package dev.frdiag.daemon.wire;
+
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.RecordTemplate;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The record templates one stream (or one dump reply) has sent, each as the job's shared copy of the fields it
+ * stands for. Records are checked against it before the job takes them in, so the job never sees a record whose
+ * template is unknown. Bounded at {@value #MAX_TEMPLATES}, as the reporter is.
+ */
+final class TemplateTable {
+  static final int MAX_TEMPLATES = 65_536;
+
+  private final Map<Integer, CollectiveRecord> byId = new HashMap<>();
+
+  /**
+   * Checks and keeps {@code templates}, sent by {@code rank} of {@code job}.
+   *
+   * @throws IllegalArgumentException when a template is malformed, names an unannounced group, repeats an id or
+   *     goes past the bound
+   */
+  void add(List<RecordTemplate> templates, Job job, int rank) {
+    for (RecordTemplate t : templates) {
+      MessageValidator.template(t, job.knowsGroup(rank, t.getProcessGroup()));
+      if (byId.containsKey(t.getId())) {
+        throw new IllegalArgumentException("record template " + t.getId() + " was sent twice");
+      }
+      if (byId.size() >= MAX_TEMPLATES) {
+        throw new IllegalArgumentException("more than " + MAX_TEMPLATES + " record templates on one stream");
+      }
+      byId.put(t.getId(), job.template(t));
+    }
+  }
+
+  /**
+   * Checks {@code records} of {@code rank}: each names a template of this table, or carries its own group and op.
+   *
+   * @throws IllegalArgumentException describing the first problem
+   */
+  void check(List<CollectiveRecord> records, Job job, int rank) {
+    for (CollectiveRecord r : records) {
+      if (r.getTemplateId() != 0) {
+        MessageValidator.templated(r, byId.containsKey(r.getTemplateId()));
+      } else {
+        MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
+      }
+    }
+  }
+
+  /** The shared fields of template {@code id}; null when it was never sent. */
+  CollectiveRecord get(int id) {
+    return byId.get(id);
+  }
+}
