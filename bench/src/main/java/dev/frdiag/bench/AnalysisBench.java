@@ -19,8 +19,9 @@ import java.util.Map;
 
 /**
  * Prints how long {@link HangAnalyzer} takes on simulated jobs of growing size: the first (cold) run, as a
- * daemon's first incident sees it, and the median of several runs, since these machines are noisy. Usage: {@code java -cp bench/target/frdiag-bench.jar dev.frdiag.bench.AnalysisBench
- * [ranks...]}.
+ * daemon's first incident sees it, and the median of several runs, since these machines are noisy. Usage: {@code java
+ * [-Dcapacity=N] -cp bench/target/frdiag-bench.jar dev.frdiag.bench.AnalysisBench [ranks...]}; {@code capacity} is
+ * the records each rank holds (default 256; a daemon keeps 61 per rank at 16,384 ranks).
  */
 public final class AnalysisBench {
   private AnalysisBench() {}
@@ -30,7 +31,7 @@ public final class AnalysisBench {
     System.out.printf("%8s %10s %12s %12s %12s  %s%n", "ranks", "records", "first ms", "median ms", "min ms",
         "verdict");
     for (int ranks : sizes) {
-      JobEvidence evidence = stalledJob(ranks, 256);
+      JobEvidence evidence = stalledJob(ranks, Integer.getInteger("capacity", 256));
       long records = evidence.ranks().stream().mapToLong(r -> r.records().size()).sum();
       long[] times = new long[7];
       Diagnosis d = null;

@@ -1,31 +1,34 @@
 package dev.frdiag.bench;
 
 import com.google.protobuf.InvalidProtocolBufferException;
+import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.daemon.registry.Job;
-import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
-import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Records;
 import dev.frdiag.testing.sim.Topology;
-import java.lang.ref.Reference;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Prints what the daemon's record intake costs per record: a rank's record batch parsed from its wire bytes
  * ({@code RankMessage.parseFrom}, as gRPC does) and taken into the job's per-rank window ({@code Job.records}), on
  * one thread. The batches are what fr-sim's ranks send: each step's records once when issued (scheduled) and once
- * more when completed. Also prints the heap the windows hold per record once full. Usage: {@code java -cp
- * bench/target/frdiag-bench.jar dev.frdiag.bench.IntakeBench [ranks] [rounds]}.
+ * more when completed; once as whole records, once naming templates. Also prints the heap the windows hold per
+ * record, and how long an incident takes to build its evidence from those windows and analyse it. Usage:
+ * {@code java -cp bench/target/frdiag-bench.jar dev.frdiag.bench.IntakeBench [ranks] [rounds]}.
  */
 public final class IntakeBench {
   private static final int STEPS = 8;
@@ -58,7 +61,7 @@ public final class IntakeBench {
     long[] intake = new long[rounds];
     Job job = null;
     for (int round = 0; round < rounds; round++) {
-      job = connectedJob(ranks);
+      job = WatchdogBench.connectedJob(ranks);
       // Parsed first, then taken in: the two costs apart, each over the whole round.
       long t0 = System.nanoTime();
       List<List<RankMessage>> parsed = parse(batches);
@@ -70,22 +73,43 @@ public final class IntakeBench {
       System.out.printf("%6d %14.0f %14.0f %14.0f%n", round, (t1 - t0) / (double) records,
           (t2 - t1) / (double) records, (t2 - t0) / (double) records);
     }
-    Arrays.sort(parse);
-    Arrays.sort(intake);
-    System.out.printf("median %14.0f %14.0f %14.0f%n", parse[rounds / 2] / (double) records,
-        intake[rounds / 2] / (double) records, (parse[rounds / 2] + intake[rounds / 2]) / (double) records);
+    System.out.printf("median %14.0f %14.0f %14.0f%n", median(parse) / (double) records,
+        median(intake) / (double) records, (median(parse) + median(intake)) / (double) records);
     int window = job.window();
     job = null;
     // The windows' heap: one more round into a fresh job, measured against the heap before it.
     System.gc();
     long before = usedHeap();
-    Job filled = connectedJob(ranks);
+    Job filled = WatchdogBench.connectedJob(ranks);
     intake(filled, parse(batches));
     System.gc();
     long kept = (long) ranks * Math.min(window, records / ranks);
     System.out.printf("windows hold about %.0f bytes per kept record (%d records kept, window %d)%n",
         (usedHeap() - before) / (double) kept, kept, window);
-    Reference.reachabilityFence(filled);
+    // What an incident then does with the windows: build the analysis input from them all, and analyse it.
+    Set<Integer> all = new HashSet<>();
+    for (int r = 0; r < ranks; r++) {
+      all.add(r);
+    }
+    long[] build = new long[rounds];
+    long[] analyse = new long[rounds];
+    for (int i = 0; i < rounds; i++) {
+      long t0 = System.nanoTime();
+      JobEvidence evidence = filled.evidence(Map.of(), all, 0, Duration.ofSeconds(10), "");
+      long t1 = System.nanoTime();
+      HangAnalyzer.analyze(evidence);
+      build[i] = t1 - t0;
+      analyse[i] = System.nanoTime() - t1;
+    }
+    System.out.printf("an incident on these windows: evidence built in %.0f ms (first %.0f), analysed in %.0f ms"
+        + " (first %.0f), medians of %d%n", median(build) / 1e6, build[0] / 1e6, median(analyse) / 1e6,
+        analyse[0] / 1e6, rounds);
+  }
+
+  private static long median(long[] values) {
+    long[] sorted = values.clone();
+    Arrays.sort(sorted);
+    return sorted[sorted.length / 2];
   }
 
   private static List<List<RankMessage>> parse(List<List<byte[]>> batches) throws InvalidProtocolBufferException {
@@ -166,14 +190,5 @@ public final class IntakeBench {
     return r.toBuilder().clearProcessGroup().clearOp().clearInputSizes().clearOutputSizes().clearInputDtypes()
         .clearOutputDtypes().clearThreadName().clearThreadId().clearFrameIds().clearBackend().setTemplateId(id)
         .build();
-  }
-
-  private static Job connectedJob(int ranks) {
-    Job job = new JobRegistry(512).getOrCreate("bench", ranks, 0, 0);
-    for (int rank = 0; rank < ranks; rank++) {
-      job.attach(RankIdentity.newBuilder().setJobId("bench").setGlobalRank(rank).setWorldSize(ranks)
-          .setHostname("h" + rank / 8).setPid(rank).build(), List.of(), request -> { }, "s" + rank, 0, 1_000L, 0);
-    }
-    return job;
   }
 }

@@ -52,8 +52,11 @@ public final class WatchdogBench {
     return Topology.builder().worldSize(ranks).build();
   }
 
-  /** A job of {@code ranks} ranks, all connected and heard from, none with outstanding work. */
-  private static Job connectedJob(int ranks) {
+  /**
+   * A job of {@code ranks} ranks in fr-sim's topology, all connected (session "s" + rank) and heard from, none with
+   * outstanding work.
+   */
+  static Job connectedJob(int ranks) {
     Topology topology = topology(ranks);
     Job job = new JobRegistry(512).getOrCreate("bench", ranks, 0, 0);
     // Every group in wire form as a rank's Hello carries it, from one recorder that knows them all.

@@ -108,7 +108,7 @@ public final class Daemon implements AutoCloseable {
       log.info("no access file: every caller that reaches the port may stream for, read and diagnose any job");
     }
     this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
-        settings.stallTimeout(), settings.limits(), metrics);
+        settings.stallTimeout(), settings.limits(), metrics, settings.heartbeatInterval());
     this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
     this.alerts = settings.alerts().isEmpty() ? null
         : new AlertDispatcher(settings.alerts(), ALERT_BACKOFF, metrics::alertFailed);

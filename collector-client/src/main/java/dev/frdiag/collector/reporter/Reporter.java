@@ -228,6 +228,9 @@ public final class Reporter implements AutoCloseable {
         if (!stream.poll(now)) {
           return;
         }
+        // Read before the ring is: a heartbeat that says its records are current is so as of this time.
+        long readAtNs = clockNanos.getAsLong();
+        boolean current = false;
         if (stream.isReady()) {
           announceGroups();
           DumpRequest dump;
@@ -236,13 +239,14 @@ public final class Reporter implements AutoCloseable {
                 .build());
           }
           drainEvents();
-          shipDeltas(Long.MAX_VALUE);
+          current = shipDeltas(Long.MAX_VALUE);
         }
         if (now - lastHeartbeatNanos >= settings.heartbeatInterval().toNanos()) {
           lastHeartbeatNanos = now;
+          // Sent after the records on the same stream, so the daemon has them all when it reads this.
           stream.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
-              .setSentAtNs(clockNanos.getAsLong()).addAllProgress(recorder.progress())
-              .setDroppedRecords(droppedRecords)).build());
+              .setSentAtNs(readAtNs).addAllProgress(recorder.progress())
+              .setDroppedRecords(droppedRecords).setRecordsCurrent(current)).build());
         }
       }
     } catch (RuntimeException e) {
@@ -287,8 +291,14 @@ public final class Reporter implements AutoCloseable {
     }
   }
 
-  /** Ships every record that is new or changed state since it was last shipped on this stream. */
-  private void shipDeltas(long deadlineNanos) {
+  /**
+   * Ships every record that is new or changed state since it was last shipped on this stream.
+   *
+   * @return true when every record of the ring was read and is shipped in its current state: none was being written,
+   *     none left for the deadline
+   */
+  private boolean shipDeltas(long deadlineNanos) {
+    boolean complete = true;
     RecordBatch.Builder batch = RecordBatch.newBuilder();
     // Records still in flight: ship again when their state moved on, forget once completed or overwritten.
     int kept = 0;
@@ -300,6 +310,7 @@ public final class Reporter implements AutoCloseable {
       if (read == RecordRing.ReadResult.BUSY || read == RecordRing.ReadResult.PENDING) {
         // Being written right now: look again next tick rather than lose its state change.
         open[kept++] = id;
+        complete = false;
         continue;
       }
       if (read == RecordRing.ReadResult.GONE) {
@@ -322,11 +333,13 @@ public final class Reporter implements AutoCloseable {
     }
     for (; newCursor < next; newCursor++) {
       if (System.nanoTime() > deadlineNanos) {
+        complete = false;
         break;
       }
       RecordRing.ReadResult read = recorder.tryRead(newCursor, view);
       if (read == RecordRing.ReadResult.BUSY || read == RecordRing.ReadResult.PENDING) {
         // Its writer has the id but has not filled the slot yet: ship it next tick, it is not lost.
+        complete = false;
         break;
       }
       if (read == RecordRing.ReadResult.GONE) {
@@ -346,6 +359,7 @@ public final class Reporter implements AutoCloseable {
     if (batch.getRecordsCount() > 0) {
       stream.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
     }
+    return complete;
   }
 
   /** Counts as dropped the records below {@code id} that were neither shipped nor counted yet. */

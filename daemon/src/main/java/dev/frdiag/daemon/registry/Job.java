@@ -22,8 +22,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.IntFunction;
@@ -249,6 +251,15 @@ public final class Job {
    */
   public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long sentAtNs,
       long nowNanos, long nowMs) {
+    heartbeat(rank, session, progress, dropped, sentAtNs, false, nowNanos, nowMs);
+  }
+
+  /**
+   * A heartbeat as above that may say every record of the rank's ring reached the daemon before it
+   * ({@code recordsCurrent}): the rank's window is then as current as a snapshot taken at {@code sentAtNs}.
+   */
+  public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long sentAtNs,
+      boolean recordsCurrent, long nowNanos, long nowMs) {
     synchronized (lock) {
       RankState r = current(rank, session);
       if (r == null) {
@@ -257,6 +268,7 @@ public final class Job {
       heard(r, nowNanos);
       r.lastSeenMs = nowMs;
       r.latestSentNs = Math.max(0, sentAtNs);
+      r.recordsCurrent = recordsCurrent && sentAtNs > 0;
       r.droppedRecords = Math.max(r.droppedRecords, dropped);
       for (ProcessGroupProgress p : progress) {
         if (!r.groups.containsKey(p.getProcessGroup())) {
@@ -265,8 +277,11 @@ public final class Job {
           continue;
         }
         ProcessGroupProgress before = r.progress.put(p.getProcessGroup(), p);
+        // The group's quiet time runs from its last advance, or from when it went from idle to having work (an op
+        // issued after an idle spell is not stuck for the time the group sat idle; DIAGNOSIS.md §3).
         if (before == null || p.getLastCompletedSeq() > before.getLastCompletedSeq()
-            || p.getLastCompletedP2PSeq() > before.getLastCompletedP2PSeq()) {
+            || p.getLastCompletedP2PSeq() > before.getLastCompletedP2PSeq()
+            || !StallCheck.outstanding(before) && StallCheck.outstanding(p)) {
           r.lastAdvanceNanos.put(p.getProcessGroup(), nowNanos);
           if (sentAtNs > 0) {
             r.lastAdvanceSentNs.put(p.getProcessGroup(), sentAtNs);
@@ -391,6 +406,25 @@ public final class Job {
     }
   }
 
+  /**
+   * The connected ranks whose window stands for a snapshot taken no earlier than {@code sinceEpochNs} (DIAGNOSIS.md
+   * §3, "Windows that stand for snapshots"): alive and heard from, and their newest heartbeat, sent at or after
+   * that time by their own clock, said every record of their ring had reached the daemon before it.
+   */
+  public Set<Integer> currentWindows(long sinceEpochNs) {
+    Set<Integer> current = new HashSet<>();
+    synchronized (lock) {
+      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
+        RankState r = e.getValue();
+        if (r.link != null && r.liveness == Liveness.ALIVE && !r.silent && r.recordsCurrent
+            && r.latestSentNs >= sinceEpochNs) {
+          current.add(e.getKey());
+        }
+      }
+    }
+    return current;
+  }
+
   /** Asks every connected rank for a snapshot; returns the ranks asked, each with the session it was asked on. */
   public Map<Integer, String> requestDumps(DumpRequest request) {
     List<RankLink> links = new ArrayList<>();
@@ -417,6 +451,15 @@ public final class Job {
    */
   public JobEvidence evidence(Map<Integer, DumpReply> replies, long observedAtNs, Duration stallThreshold,
       String noReplyReason) {
+    return evidence(replies, Set.of(), observedAtNs, stallThreshold, noReplyReason);
+  }
+
+  /**
+   * The analysis input as above, where the windows of {@code standIns} (ranks of {@link #currentWindows}) stand for
+   * the snapshots they did not send.
+   */
+  public JobEvidence evidence(Map<Integer, DumpReply> replies, Set<Integer> standIns, long observedAtNs,
+      Duration stallThreshold, String noReplyReason) {
     List<RankEvidence> out = new ArrayList<>();
     synchronized (lock) {
       for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
@@ -425,8 +468,9 @@ public final class Job {
         List<CollectiveRecord> records;
         Map<Integer, dev.frdiag.proto.v1.Frame> frames;
         List<ProcessGroupProgress> progress;
-        boolean answered = reply != null && reply.getError().isEmpty();
-        if (answered) {
+        boolean answered = reply != null && reply.getError().isEmpty()
+            || reply == null && standIns.contains(e.getKey()) && r.liveness == Liveness.ALIVE;
+        if (answered && reply != null) {
           records = reply.getRecordsList();
           frames = new HashMap<>();
           for (InternedFrame f : reply.getFramesList()) {

@@ -28,6 +28,8 @@ final class RankState {
   final Map<String, Long> lastAdvanceSentNs = new HashMap<>();
   /** The rank's own send time of its newest heartbeat; 0 when its heartbeats carry none. */
   long latestSentNs;
+  /** Its newest heartbeat said every record of its ring reached the daemon before it (at latestSentNs). */
+  boolean recordsCurrent;
   final ArrayDeque<RankEvent> events = new ArrayDeque<>();
   Liveness liveness = Liveness.ALIVE;
   RankLink link;

@@ -30,8 +30,7 @@ final class StallCheck {
         ProcessGroup g = r.groups.get(p.getProcessGroup());
         Object key = g == null ? p.getProcessGroup() : g;
         long[] agg = groups.computeIfAbsent(key, k -> new long[] {0, Long.MAX_VALUE});
-        if (p.getLastEnqueuedSeq() > p.getLastCompletedSeq()
-            || p.getLastEnqueuedP2PSeq() > p.getLastCompletedP2PSeq()) {
+        if (outstanding(p)) {
           agg[0] = 1;
         }
         agg[1] = Math.min(agg[1], quietNanos(r, p.getProcessGroup(), nowNanos));
@@ -43,6 +42,11 @@ final class StallCheck {
       }
     }
     return false;
+  }
+
+  /** Whether the rank has issued work on the group that it has not completed. */
+  static boolean outstanding(ProcessGroupProgress p) {
+    return p.getLastEnqueuedSeq() > p.getLastCompletedSeq() || p.getLastEnqueuedP2PSeq() > p.getLastCompletedP2PSeq();
   }
 
   /**

@@ -4,6 +4,7 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.Limits;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.registry.Job;
@@ -17,8 +18,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -55,11 +58,18 @@ public final class Investigator {
   private final Limits limits;
   private final DaemonMetrics metrics;
   private final AtomicInteger onDemandInFlight = new AtomicInteger();
+  /** How old, before the snapshot request, a rank's current window may be and still stand for its snapshot. */
+  private final Duration standInAge;
 
   /** How often an open gather looks whether it has a quorum. */
   static final Duration QUORUM_CHECK = Duration.ofMillis(50);
   /** How long replies must have stopped before a quorum is taken as final. */
   static final Duration QUORUM_QUIET = Duration.ofMillis(300);
+  /**
+   * How long a gather waits for the snapshots of ranks whose windows could stand for them: a small job's ranks
+   * answer well within it, and a snapshot is the fresher evidence; 16,384 ranks take seconds to.
+   */
+  static final Duration STAND_IN_GRACE = Duration.ofMillis(500);
 
   public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
       Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold) {
@@ -69,6 +79,15 @@ public final class Investigator {
   public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
       Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold, Limits limits,
       DaemonMetrics metrics) {
+    this(store, executor, scheduler, clock, nanoTime, stallThreshold, limits, metrics,
+        DaemonSettings.DEFAULT_HEARTBEAT_INTERVAL);
+  }
+
+  /** @param heartbeatInterval how often ranks send heartbeats: a window current within two of them stands in */
+  public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
+      Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold, Limits limits,
+      DaemonMetrics metrics, Duration heartbeatInterval) {
+    this.standInAge = heartbeatInterval.multipliedBy(2);
     this.limits = limits;
     this.metrics = metrics;
     this.store = store;
@@ -85,6 +104,12 @@ public final class Investigator {
 
   public void removeSink(ReportSink sink) {
     sinks.remove(sink);
+  }
+
+  /** Whether an investigation of {@code jobId} still gathers the replies to {@code requestId}. */
+  public boolean awaits(String jobId, long requestId) {
+    Gather g = pending.get(requestId);
+    return g != null && g.jobId.equals(jobId);
   }
 
   /**
@@ -140,12 +165,14 @@ public final class Investigator {
     long id = requestIds.incrementAndGet();
     Gather gather = new Gather(job.id(), nanoTime);
     pending.put(id, gather);
+    Set<Integer> standIns = job.currentWindows(epochNanos(start) - standInAge.toNanos());
     Map<Integer, String> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
         .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window())
         .build());
     timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
         + " connected ranks (deadline " + deadline.toMillis() + " ms)"));
-    gather.expect(asked);
+    standIns.retainAll(asked.keySet());
+    gather.expect(asked, standIns);
     // Stragglers: once nearly every rank answered and the replies stopped coming, waiting out the deadline for the
     // last few only delays the answer; their stored windows stand in for them and the report says so.
     ScheduledFuture<?> quorum = scheduler.scheduleWithFixedDelay(gather::checkQuorum, QUORUM_CHECK.toMillis(),
@@ -155,6 +182,8 @@ public final class Investigator {
     ScheduledFuture<?> timeout = scheduler.schedule(() -> gather.done.complete(null), deadline.toMillis(),
         TimeUnit.MILLISECONDS);
     gather.done.whenComplete((v, e) -> {
+      // At once, not when the analysis thread gets to it: from here on replies are turned away on arrival.
+      pending.remove(id);
       quorum.cancel(false);
       timeout.cancel(false);
     });
@@ -162,12 +191,18 @@ public final class Investigator {
         .thenComposeAsync(ignored -> {
           pending.remove(id);
           Map<Integer, DumpReply> replies = gather.snapshot();
-          metrics.snapshotsMissed(asked.size() - replies.size());
+          Set<Integer> stoodIn = new HashSet<>(standIns);
+          stoodIn.removeAll(replies.keySet());
+          metrics.snapshotsMissed(asked.size() - replies.size() - stoodIn.size());
           Instant gathered = clock.get();
           timeline.add(new Report.TimelineEntry(gathered.toString(), replies.size() + " of " + asked.size()
-              + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"));
-          JobEvidence evidence = job.evidence(replies, epochNanos(gathered), stallThreshold,
+              + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"
+              + (stoodIn.isEmpty() ? "" : "; the windows of " + stoodIn.size() + " other ranks stand for theirs"
+                  + " (every record had reached the daemon at most " + standInAge.toMillis()
+                  + " ms before the request)")));
+          JobEvidence evidence = job.evidence(replies, stoodIn, epochNanos(gathered), stallThreshold,
               "no snapshot within " + deadline.toMillis() + " ms");
+          Instant built = clock.get();
           Diagnosis diagnosis = HangAnalyzer.analyze(evidence);
           if (diagnosis.stuckSinceNs() > 0 && diagnosis.collective() != null) {
             Instant since = Instant.ofEpochSecond(0, diagnosis.stuckSinceNs());
@@ -178,6 +213,8 @@ public final class Investigator {
           Instant now = clock.get();
           timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
               + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
+          log.info("job={} evidence of {} ranks built in {} ms, analysed in {} ms", job.id(), evidence.ranks().size(),
+              Duration.between(gathered, built).toMillis(), Duration.between(built, now).toMillis());
           Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now,
               diagnosis, timeline, job.scheduler());
           // Logged before it is stored: whatever the disk does, the verdict is not lost.
@@ -239,14 +276,20 @@ public final class Investigator {
     private final Map<Integer, String> early = new HashMap<>();
     @GuardedBy("this")
     private long lastReplyNanos;
+    /** Asked ranks whose windows may stand for their snapshots once the grace is over. */
+    @GuardedBy("this")
+    private Set<Integer> standIns = Set.of();
+    private final long startedNanos;
 
     Gather(String jobId, LongSupplier nanoTime) {
       this.jobId = jobId;
       this.nanoTime = nanoTime;
+      this.startedNanos = nanoTime.getAsLong();
     }
 
-    synchronized void expect(Map<Integer, String> ranks) {
+    synchronized void expect(Map<Integer, String> ranks, Set<Integer> standIns) {
       expected.putAll(ranks);
+      this.standIns = Set.copyOf(standIns);
       expectedKnown = true;
       checkDone();
     }
@@ -269,6 +312,11 @@ public final class Investigator {
      * none: a small job waits for every answer (or the deadline), since one rank is a large part of its evidence.
      */
     synchronized void checkQuorum() {
+      if (expectedKnown && nanoTime.getAsLong() - startedNanos >= STAND_IN_GRACE.toNanos()
+          && expected.keySet().stream().allMatch(r -> replies.containsKey(r) || standIns.contains(r))) {
+        done.complete(null);
+        return;
+      }
       int missing = expected.size() - replies.size();
       int allowed = expected.size() / 100;
       if (expectedKnown && replies.size() > 0 && missing <= allowed

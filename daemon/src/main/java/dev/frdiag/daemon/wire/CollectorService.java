@@ -189,7 +189,8 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
             metrics.heartbeatTaken(message.getHeartbeat().getSentAtNs() / 1_000_000, nowMs);
           }
           job.heartbeat(rank, id, message.getHeartbeat().getProgressList(),
-              message.getHeartbeat().getDroppedRecords(), message.getHeartbeat().getSentAtNs(), now, nowMs);
+              message.getHeartbeat().getDroppedRecords(), message.getHeartbeat().getSentAtNs(),
+              message.getHeartbeat().getRecordsCurrent(), now, nowMs);
         }
         case RECORDS -> {
           RecordBatch batch = message.getRecords();
@@ -209,11 +210,16 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
           job.event(rank, id, message.getEvent(), now);
         }
         case DUMP_REPLY -> {
+          // A reply that is late (its investigation went on without it) or was never asked for is checked, but not
+          // kept: sharing its records with the job's would only take time from the analysis it missed.
+          boolean awaited = investigator.awaits(job.id(), message.getDumpReply().getRequestId());
           DumpReply reply = newest(message.getDumpReply(), job.window());
-          TemplateTable replyTemplates = new TemplateTable();
+          TemplateTable replyTemplates = awaited ? new TemplateTable() : TemplateTable.checkOnly();
           replyTemplates.add(reply.getTemplatesList(), job, rank);
           replyTemplates.check(reply.getRecordsList(), job, rank);
-          investigator.onDumpReply(job.id(), rank, id, job.compact(reply, replyTemplates::get));
+          if (awaited) {
+            investigator.onDumpReply(job.id(), rank, id, job.compact(reply, replyTemplates::get));
+          }
         }
         case GOODBYE -> {
           job.finished(rank, id);

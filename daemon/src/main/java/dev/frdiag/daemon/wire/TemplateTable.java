@@ -16,6 +16,21 @@ final class TemplateTable {
   static final int MAX_TEMPLATES = 65_536;
 
   private final Map<Integer, CollectiveRecord> byId = new HashMap<>();
+  /** False for a table that only checks: it keeps no shared copy, so {@link #get} answers a placeholder. */
+  private final boolean keep;
+
+  TemplateTable() {
+    this(true);
+  }
+
+  private TemplateTable(boolean keep) {
+    this.keep = keep;
+  }
+
+  /** A table that checks templates and the records naming them, for a message that will not be kept. */
+  static TemplateTable checkOnly() {
+    return new TemplateTable(false);
+  }
 
   /**
    * Checks and keeps {@code templates}, sent by {@code rank} of {@code job}.
@@ -32,7 +47,7 @@ final class TemplateTable {
       if (byId.size() >= MAX_TEMPLATES) {
         throw new IllegalArgumentException("more than " + MAX_TEMPLATES + " record templates on one stream");
       }
-      byId.put(t.getId(), job.template(t));
+      byId.put(t.getId(), keep ? job.template(t) : CollectiveRecord.getDefaultInstance());
     }
   }
 

@@ -39,16 +39,20 @@ class JobTest {
         .setLastCompletedSeq(completed).setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build();
   }
 
+  /** A heartbeat of both ranks at {@code seconds} on the daemon's clock, with these seqs on the world group. */
+  private static void heartbeats(Job job, long enqueued, long completed, long seconds) {
+    for (int r = 0; r < 2; r++) {
+      job.heartbeat(r, "s" + r, List.of(progress(enqueued, completed)), 0, seconds * S, 0);
+    }
+  }
+
   @Test
   void aGroupWithOutstandingWorkAndNoProgressForTheStallTimeoutOpensAnIncident() {
     Job job = twoRanks();
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 1 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 1 * S, 0);
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 20 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 20 * S, 0);
+    heartbeats(job, 5, 4, 1);
+    heartbeats(job, 5, 4, 20);
     assertThat(job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 31 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 31 * S, 0);
+    heartbeats(job, 5, 4, 31);
     assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
@@ -66,6 +70,18 @@ class JobTest {
     job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
     job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
     assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+  }
+
+  @Test
+  void aGroupThatSatIdleIsQuietOnlyFromWhenItHadWorkAgain() {
+    Job job = twoRanks();
+    heartbeats(job, 4, 4, 1);
+    // Idle for a minute, then seq 5 issued: it has been outstanding for 1 s, not 61.
+    heartbeats(job, 5, 4, 61);
+    heartbeats(job, 5, 4, 62);
+    assertThat(job.incidentTrigger(62 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    heartbeats(job, 5, 4, 91);
+    assertThat(job.incidentTrigger(91 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   @Test

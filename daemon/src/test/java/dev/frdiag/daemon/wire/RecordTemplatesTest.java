@@ -195,4 +195,28 @@ class RecordTemplatesTest {
           .isEqualTo("record_id 18446744073709551615 is beyond 9223372036854775807");
     }
   }
+
+  @Test
+  void aHeartbeatSaysItsRecordsAreCurrentOnlyAfterEveryRecordOfTheRingWentOutBeforeIt() throws Exception {
+    FlightRecorder recorder = recorder();
+    try (FakeCollector daemon = new FakeCollector(true)) {
+      ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
+      Reporter reporter = Reporter.builder(recorder, RANK, channel).settings(ReporterSettings.builder()
+          .maxBatchDelay(Duration.ofMillis(20)).heartbeatInterval(Duration.ofMillis(50)).build()).start();
+      try {
+        await().atMost(WAIT).until(() -> daemon.received.getOrDefault(0, List.of()).stream()
+            .anyMatch(m -> m.hasHeartbeat() && m.getHeartbeat().getRecordsCurrent()));
+        List<RankMessage> sent = daemon.received.get(0);
+        int firstCurrent = 0;
+        while (!(sent.get(firstCurrent).hasHeartbeat() && sent.get(firstCurrent).getHeartbeat().getRecordsCurrent())) {
+          firstCurrent++;
+        }
+        assertThat(expanded(sent.subList(0, firstCurrent).stream().filter(RankMessage::hasRecords).toList()))
+            .as("the ring as the heartbeat found it, all sent before it").isEqualTo(Records.all(recorder));
+      } finally {
+        reporter.kill();
+        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+      }
+    }
+  }
 }
