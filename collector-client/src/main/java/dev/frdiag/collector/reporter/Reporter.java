@@ -88,7 +88,8 @@ public final class Reporter implements AutoCloseable {
   @GuardedBy("lock")
   private final BitSet shippedStacks = new BitSet();
   /** Templates sent on the current stream. */
-  private final TemplateTable streamTemplates = new TemplateTable();
+  @GuardedBy("lock")
+  private final TemplateIds streamTemplates = new TemplateIds();
   @GuardedBy("lock")
   private boolean closed;
   @GuardedBy("lock")
@@ -417,7 +418,7 @@ public final class Reporter implements AutoCloseable {
     long next = recorder.nextRecordId();
     long held = maxRecords > 0 ? Math.min(recorder.capacity(), maxRecords) : recorder.capacity();
     // Templates of a reply are its own: the daemon reads a reply apart from the stream's records.
-    TemplateTable replyTemplates = stream.takesRecordTemplates() ? new TemplateTable() : null;
+    TemplateIds replyTemplates = stream.takesRecordTemplates() ? new TemplateIds() : null;
     for (long id = Math.max(0, next - held); id < next; id++) {
       if (!recorder.read(id, view)) {
         continue;
@@ -443,7 +444,7 @@ public final class Reporter implements AutoCloseable {
    * reply), so that each is sent once as a RecordTemplate and the records name it. Bounded: past
    * {@value #MAX_TEMPLATES} a record is sent whole rather than grow the daemon's table of the stream.
    */
-  static final class TemplateTable {
+  static final class TemplateIds {
     static final int MAX_TEMPLATES = 65_536;
 
     private record Key(int group, int op, int inputs, int outputs, int thread, int stack) {}
