@@ -39,8 +39,9 @@ final class TemplateTable {
    *     goes past the bound
    */
   void add(List<RecordTemplate> templates, Job job, int rank) {
+    Map<String, Boolean> known = new HashMap<>();
     for (RecordTemplate t : templates) {
-      MessageValidator.template(t, job.knowsGroup(rank, t.getProcessGroup()));
+      MessageValidator.template(t, knows(known, job, rank, t.getProcessGroup()));
       if (byId.containsKey(t.getId())) {
         throw new IllegalArgumentException("record template " + t.getId() + " was sent twice");
       }
@@ -57,13 +58,22 @@ final class TemplateTable {
    * @throws IllegalArgumentException describing the first problem
    */
   void check(List<CollectiveRecord> records, Job job, int rank) {
+    Map<String, Boolean> known = new HashMap<>();
     for (CollectiveRecord r : records) {
       if (r.getTemplateId() != 0) {
         MessageValidator.templated(r, byId.containsKey(r.getTemplateId()));
       } else {
-        MessageValidator.record(r, job.knowsGroup(rank, r.getProcessGroup()));
+        MessageValidator.record(r, knows(known, job, rank, r.getProcessGroup()));
       }
     }
+  }
+
+  /**
+   * Whether {@code rank} announced {@code group}, asked of the job once per group and message: each ask takes the
+   * job's lock, and 16,384 snapshot replies of a few dozen templates each queued on it during an analysis.
+   */
+  private static boolean knows(Map<String, Boolean> known, Job job, int rank, String group) {
+    return known.computeIfAbsent(group, g -> job.knowsGroup(rank, g));
   }
 
   /** The shared fields of template {@code id}; null when it was never sent. */
