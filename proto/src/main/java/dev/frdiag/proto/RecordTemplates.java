@@ -8,6 +8,9 @@ import dev.frdiag.proto.v1.RecordTemplate;
  * the sender that makes templates and the receiver that reads records by them.
  */
 public final class RecordTemplates {
+  /** Most templates one stream (or one dump reply) may define; past it a sender sends whole records. */
+  public static final int MAX_PER_STREAM = 65_536;
+
   private RecordTemplates() {}
 
   /** The template of {@code record}'s group, op, tensors, thread, stack and backend, numbered {@code id}. */

@@ -442,10 +442,9 @@ public final class Reporter implements AutoCloseable {
   /**
    * Numbers the distinct (group, op, tensors, thread, stack) of the records sent in one scope (a stream, or a dump
    * reply), so that each is sent once as a RecordTemplate and the records name it. Bounded: past
-   * {@value #MAX_TEMPLATES} a record is sent whole rather than grow the daemon's table of the stream.
+   * {@link RecordTemplates#MAX_PER_STREAM} a record is sent whole, as the daemon refuses more.
    */
   static final class TemplateIds {
-    static final int MAX_TEMPLATES = 65_536;
 
     private record Key(int group, int op, int inputs, int outputs, int thread, int stack) {}
 
@@ -458,7 +457,7 @@ public final class Reporter implements AutoCloseable {
       if (known != null) {
         return known;
       }
-      if (ids.size() >= MAX_TEMPLATES) {
+      if (ids.size() >= RecordTemplates.MAX_PER_STREAM) {
         return 0;
       }
       int id = ids.size() + 1;

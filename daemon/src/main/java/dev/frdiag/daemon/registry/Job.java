@@ -416,9 +416,7 @@ public final class Job {
     Set<Integer> current = new HashSet<>();
     synchronized (lock) {
       for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        RankState r = e.getValue();
-        if (r.link != null && r.liveness == Liveness.ALIVE && !r.silent && r.recordsCurrent
-            && r.latestSentNs >= sinceEpochNs) {
+        if (e.getValue().windowCurrentSince(sinceEpochNs)) {
           current.add(e.getKey());
         }
       }
@@ -466,42 +464,11 @@ public final class Job {
     synchronized (lock) {
       List<RankEvidence> out = new ArrayList<>(ranks.size());
       for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        out.add(rankEvidence(e.getKey(), e.getValue(), replies.get(e.getKey()), standIns.contains(e.getKey()),
+        out.add(e.getValue().evidence(e.getKey(), replies.get(e.getKey()), standIns.contains(e.getKey()),
             noReplyReason));
       }
       return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold, List.copyOf(contexts.values()));
     }
-  }
-
-  @GuardedBy("lock")
-  private static RankEvidence rankEvidence(int rank, RankState r, DumpReply reply, boolean standIn,
-      String noReplyReason) {
-    List<CollectiveRecord> records;
-    Map<Integer, dev.frdiag.proto.v1.Frame> frames;
-    List<ProcessGroupProgress> progress;
-    boolean answered = reply != null && reply.getError().isEmpty()
-        || reply == null && standIn && r.liveness == Liveness.ALIVE;
-    if (answered && reply != null) {
-      records = reply.getRecordsList();
-      frames = new HashMap<>();
-      for (InternedFrame f : reply.getFramesList()) {
-        frames.put(f.getId(), f.getFrame());
-      }
-      progress = reply.getProgressList();
-    } else {
-      records = r.window == null ? new ArrayList<>() : r.window.records();
-      frames = new HashMap<>(r.frames);
-      progress = new ArrayList<>(r.progress.values());
-    }
-    String missing = answered ? "" : reply != null ? "dump failed: " + reply.getError()
-        : r.liveness == Liveness.LOST ? "stream lost" : noReplyReason;
-    // A rank that answered the dump request is alive, however late its heartbeats were; one that only went
-    // silent (its stream still open) may be slow rather than gone: that is unknown, not dead.
-    Liveness liveness = answered ? Liveness.ALIVE
-        : reply != null ? Liveness.UNRESPONSIVE
-        : r.silent ? Liveness.UNKNOWN : r.liveness;
-    return new RankEvidence(rank, r.identity, liveness, answered, missing, new ArrayList<>(r.groups.values()),
-        records, progress, new ArrayList<>(r.events), frames);
   }
 
   /**

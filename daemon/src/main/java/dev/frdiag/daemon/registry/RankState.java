@@ -1,17 +1,26 @@
 package dev.frdiag.daemon.registry;
 
 import dev.frdiag.analysis.Liveness;
+import dev.frdiag.analysis.RankEvidence;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.InternedFrame;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
-/** What the daemon holds about one rank. Mutable; every access holds its {@link Job}'s lock. */
+/**
+ * What the daemon holds about one rank, and the rank's evidence from it. Mutable; every access holds its
+ * {@link Job}'s lock.
+ */
 final class RankState {
   static final int MAX_EVENTS = 64;
   static final int MAX_FRAMES = 65_536;
@@ -44,4 +53,45 @@ final class RankState {
   boolean lossReported;
   /** An event arrived that no incident has looked at yet. */
   boolean unhandledEvent;
+
+  /**
+   * Whether this rank's window stands for a snapshot taken no earlier than {@code sinceEpochNs}: connected, alive and
+   * heard from, and its newest heartbeat, sent then or later, said every record of its ring had reached the daemon.
+   */
+  boolean windowCurrentSince(long sinceEpochNs) {
+    return link != null && liveness == Liveness.ALIVE && !silent && recordsCurrent && latestSentNs >= sinceEpochNs;
+  }
+
+  /**
+   * This rank as an analysis sees it: its snapshot {@code reply} when it answered, else its window, which counts as
+   * an answer when it {@code standsIn} for the snapshot.
+   */
+  RankEvidence evidence(int rank, DumpReply reply, boolean standsIn, String noReplyReason) {
+    List<CollectiveRecord> records;
+    Map<Integer, Frame> snapshotFrames;
+    List<ProcessGroupProgress> snapshotProgress;
+    boolean answered = reply != null && reply.getError().isEmpty()
+        || reply == null && standsIn && liveness == Liveness.ALIVE;
+    if (answered && reply != null) {
+      records = reply.getRecordsList();
+      snapshotFrames = new HashMap<>();
+      for (InternedFrame f : reply.getFramesList()) {
+        snapshotFrames.put(f.getId(), f.getFrame());
+      }
+      snapshotProgress = reply.getProgressList();
+    } else {
+      records = window == null ? new ArrayList<>() : window.records();
+      snapshotFrames = new HashMap<>(frames);
+      snapshotProgress = new ArrayList<>(progress.values());
+    }
+    String missing = answered ? "" : reply != null ? "dump failed: " + reply.getError()
+        : liveness == Liveness.LOST ? "stream lost" : noReplyReason;
+    // A rank that answered the dump request is alive, however late its heartbeats were; one that only went
+    // silent (its stream still open) may be slow rather than gone: that is unknown, not dead.
+    Liveness seen = answered ? Liveness.ALIVE
+        : reply != null ? Liveness.UNRESPONSIVE
+        : silent ? Liveness.UNKNOWN : liveness;
+    return new RankEvidence(rank, identity, seen, answered, missing, new ArrayList<>(groups.values()), records,
+        snapshotProgress, new ArrayList<>(events), snapshotFrames);
+  }
 }

@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.wire;
 
 import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.RecordTemplate;
 import java.util.HashMap;
@@ -10,10 +11,9 @@ import java.util.Map;
 /**
  * The record templates one stream (or one dump reply) has sent, each as the job's shared copy of the fields it
  * stands for. Records are checked against it before the job takes them in, so the job never sees a record whose
- * template is unknown. Bounded at {@value #MAX_TEMPLATES}, as the reporter is.
+ * template is unknown. Bounded at {@link RecordTemplates#MAX_PER_STREAM}, which the reporter keeps to.
  */
 final class TemplateTable {
-  static final int MAX_TEMPLATES = 65_536;
 
   private final Map<Integer, CollectiveRecord> byId = new HashMap<>();
   /** False for a table that only checks: it keeps no shared copy, so {@link #get} answers a placeholder. */
@@ -45,8 +45,9 @@ final class TemplateTable {
       if (byId.containsKey(t.getId())) {
         throw new IllegalArgumentException("record template " + t.getId() + " was sent twice");
       }
-      if (byId.size() >= MAX_TEMPLATES) {
-        throw new IllegalArgumentException("more than " + MAX_TEMPLATES + " record templates on one stream");
+      if (byId.size() >= RecordTemplates.MAX_PER_STREAM) {
+        throw new IllegalArgumentException("more than " + RecordTemplates.MAX_PER_STREAM
+            + " record templates on one stream");
       }
       byId.put(t.getId(), keep ? job.template(t) : CollectiveRecord.getDefaultInstance());
     }

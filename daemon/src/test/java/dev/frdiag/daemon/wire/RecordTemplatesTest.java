@@ -190,6 +190,12 @@ class RecordTemplatesTest {
           .isEqualTo("record template 2 names process group 'tp' that was never announced");
       assertThat(refusal(daemon, RecordBatch.newBuilder().addTemplates(template(0, "0"))).getDescription())
           .isEqualTo("a record template has id 0; template ids start at 1");
+      RecordBatch.Builder tooMany = RecordBatch.newBuilder();
+      for (int id = 1; id <= RecordTemplates.MAX_PER_STREAM + 1; id++) {
+        tooMany.addTemplates(template(id, "0"));
+      }
+      assertThat(refusal(daemon, tooMany).getDescription())
+          .isEqualTo("more than 65536 record templates on one stream");
       assertThat(refusal(daemon, RecordBatch.newBuilder().addTemplates(template(1, "0"))
           .addRecords(naming(1).toBuilder().setRecordId(-1))).getDescription())
           .isEqualTo("record_id 18446744073709551615 is beyond 9223372036854775807");
