@@ -44,4 +44,12 @@ public final class RecordTemplates {
         .addAllFrameIds(template.getFrameIdsList())
         .setBackend(template.getBackend());
   }
+
+  /**
+   * The whole record {@code naming} stands for, given {@code shared}: the record holding its template's fields
+   * ({@link #fields}, built).
+   */
+  public static CollectiveRecord complete(CollectiveRecord shared, CollectiveRecord naming) {
+    return shared.toBuilder().mergeFrom(naming).setTemplateId(0).build();
+  }
 }

@@ -20,8 +20,6 @@ import dev.frdiag.proto.v1.RecordBatch;
 import io.grpc.Channel;
 import java.time.Duration;
 import java.util.BitSet;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Queue;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -229,8 +227,9 @@ public final class Reporter implements AutoCloseable {
         if (!stream.poll(now)) {
           return;
         }
+        boolean heartbeatDue = now - lastHeartbeatNanos >= settings.heartbeatInterval().toNanos();
         // Read before the ring is: a heartbeat that says its records are current is so as of this time.
-        long readAtNs = clockNanos.getAsLong();
+        long readAtNs = heartbeatDue ? clockNanos.getAsLong() : 0;
         boolean current = false;
         if (stream.isReady()) {
           announceGroups();
@@ -242,7 +241,7 @@ public final class Reporter implements AutoCloseable {
           drainEvents();
           current = shipDeltas(Long.MAX_VALUE);
         }
-        if (now - lastHeartbeatNanos >= settings.heartbeatInterval().toNanos()) {
+        if (heartbeatDue) {
           lastHeartbeatNanos = now;
           // Sent after the records on the same stream, so the daemon has them all when it reads this.
           stream.send(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
@@ -437,37 +436,6 @@ public final class Reporter implements AutoCloseable {
       reply.addRecords(record);
     }
     return reply.addAllProgress(recorder.progress()).setDroppedRecords(droppedRecords).build();
-  }
-
-  /**
-   * Numbers the distinct (group, op, tensors, thread, stack) of the records sent in one scope (a stream, or a dump
-   * reply), so that each is sent once as a RecordTemplate and the records name it. Bounded: past
-   * {@link RecordTemplates#MAX_PER_STREAM} a record is sent whole, as the daemon refuses more.
-   */
-  static final class TemplateIds {
-
-    private record Key(int group, int op, int inputs, int outputs, int thread, int stack) {}
-
-    private final Map<Key, Integer> ids = new HashMap<>();
-
-    /** The template id of {@code view} if sent before; minus a new id to send now; 0 when the table is full. */
-    int idOf(RecordView view) {
-      Key key = new Key(view.processGroup, view.op, view.inputs, view.outputs, view.thread, view.stack);
-      Integer known = ids.get(key);
-      if (known != null) {
-        return known;
-      }
-      if (ids.size() >= RecordTemplates.MAX_PER_STREAM) {
-        return 0;
-      }
-      int id = ids.size() + 1;
-      ids.put(key, id);
-      return -id;
-    }
-
-    void clear() {
-      ids.clear();
-    }
   }
 
   /** Builds a {@link Reporter}; settings default to {@link ReporterSettings#defaults()}. */

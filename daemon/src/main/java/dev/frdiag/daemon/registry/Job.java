@@ -383,7 +383,7 @@ public final class Job {
       DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames().clearTemplates();
       for (CollectiveRecord r : reply.getRecordsList()) {
         b.addRecords(r.getTemplateId() != 0
-            ? templates.apply(r.getTemplateId()).toBuilder().mergeFrom(r).setTemplateId(0).build()
+            ? RecordTemplates.complete(templates.apply(r.getTemplateId()), r)
             : interner.intern(r));
       }
       for (InternedFrame f : reply.getFramesList()) {

@@ -39,6 +39,10 @@ final class TemplateTable {
    *     goes past the bound
    */
   void add(List<RecordTemplate> templates, Job job, int rank) {
+    if (templates.isEmpty()) {
+      // Most batches: their templates went out with an earlier one.
+      return;
+    }
     Map<String, Boolean> known = new HashMap<>();
     for (RecordTemplate t : templates) {
       MessageValidator.template(t, knows(known, job, rank, t.getProcessGroup()));
@@ -59,11 +63,13 @@ final class TemplateTable {
    * @throws IllegalArgumentException describing the first problem
    */
   void check(List<CollectiveRecord> records, Job job, int rank) {
-    Map<String, Boolean> known = new HashMap<>();
+    Map<String, Boolean> known = null;
     for (CollectiveRecord r : records) {
       if (r.getTemplateId() != 0) {
         MessageValidator.templated(r, byId.containsKey(r.getTemplateId()));
       } else {
+        // Only whole records (older reporters) need the group lookups.
+        known = known == null ? new HashMap<>() : known;
         MessageValidator.record(r, knows(known, job, rank, r.getProcessGroup()));
       }
     }

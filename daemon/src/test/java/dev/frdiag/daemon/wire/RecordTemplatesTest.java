@@ -74,8 +74,8 @@ class RecordTemplatesTest {
         assertThat(templates.put(t.getId(), t)).as("template %d sent once", t.getId()).isNull();
       }
       for (CollectiveRecord r : m.getRecords().getRecordsList()) {
-        byId.put(r.getRecordId(), RecordTemplates.fields(templates.get(r.getTemplateId())).mergeFrom(r)
-            .setTemplateId(0).build());
+        byId.put(r.getRecordId(), RecordTemplates.complete(RecordTemplates.fields(templates.get(r.getTemplateId()))
+            .build(), r));
       }
     }
     return new ArrayList<>(byId.values());
