@@ -46,6 +46,27 @@ final class CollectiveMatch {
     return key;
   }
 
+  /**
+   * True when {@code a} and {@code b} are the same ops with the same sizes and dtypes (sizes compared even for
+   * uneven ops): what both {@link #key} and {@link #selfCheck} read. Fields shared by reference compare at once.
+   */
+  static boolean sameSignature(List<CollectiveRecord> a, List<CollectiveRecord> b) {
+    if (a.size() != b.size()) {
+      return false;
+    }
+    for (int i = 0; i < a.size(); i++) {
+      CollectiveRecord x = a.get(i);
+      CollectiveRecord y = b.get(i);
+      if (x != y && !(x.getOp().equals(y.getOp()) && x.getInputSizesList().equals(y.getInputSizesList())
+          && x.getOutputSizesList().equals(y.getOutputSizesList())
+          && x.getInputDtypesList().equals(y.getInputDtypesList())
+          && x.getOutputDtypesList().equals(y.getOutputDtypesList()))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /** True for the record that ends a coalesced group in Flight Recorder ({@code nccl:coalesced}), recorded last. */
   static boolean isCoalescedEnd(CollectiveRecord r) {
     return r.getOp().equals("coalesced");

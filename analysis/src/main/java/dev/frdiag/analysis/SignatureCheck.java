@@ -51,7 +51,8 @@ final class SignatureCheck {
 
   private Mismatch firstMismatch(GroupKey g) {
     int groupSize = (int) g.size();
-    Map<Long, Map<Integer, List<CollectiveRecord>>> bySeq = new TreeMap<>();
+    // Per seq, each member's records in member order (members are sorted, so appending keeps rank order).
+    Map<Long, SeqRecords> bySeq = new TreeMap<>();
     Map<Long, Map<Integer, List<CollectiveRecord>>> p2pBySeq = new TreeMap<>();
     for (int member : index.members.get(g)) {
       RankIndex.Track t = index.track(member, g);
@@ -65,7 +66,7 @@ final class SignatureCheck {
         if (seq == t.oldestHeld && (recs.size() > 1 || CollectiveMatch.isCoalescedEnd(recs.get(0)))) {
           return;
         }
-        bySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs);
+        bySeq.computeIfAbsent(seq, x -> new SeqRecords()).add(member, recs);
       });
       t.p2p.forEach((seq, recs) -> p2pBySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs));
     }
@@ -76,36 +77,66 @@ final class SignatureCheck {
     return m;
   }
 
-  private Mismatch firstCollectiveMismatch(GroupKey g, int groupSize,
-      Map<Long, Map<Integer, List<CollectiveRecord>>> bySeq) {
-    // The members of a group issue the same few signatures again and again: each is checked once per group.
-    Map<List<Object>, List<String>> checked = new HashMap<>();
-    for (Map.Entry<Long, Map<Integer, List<CollectiveRecord>>> e : bySeq.entrySet()) {
+  /** The members' records of one seq, in rank order. */
+  private static final class SeqRecords {
+    final List<Integer> ranks = new ArrayList<>();
+    final List<List<CollectiveRecord>> records = new ArrayList<>();
+
+    void add(int rank, List<CollectiveRecord> recs) {
+      ranks.add(rank);
+      records.add(recs);
+    }
+
+    Map<Integer, List<CollectiveRecord>> byRank() {
+      Map<Integer, List<CollectiveRecord>> out = new TreeMap<>();
+      for (int i = 0; i < ranks.size(); i++) {
+        out.put(ranks.get(i), records.get(i));
+      }
+      return out;
+    }
+  }
+
+  private Mismatch firstCollectiveMismatch(GroupKey g, int groupSize, Map<Long, SeqRecords> bySeq) {
+    for (Map.Entry<Long, SeqRecords> e : bySeq.entrySet()) {
       long seq = e.getKey();
-      Map<Integer, List<CollectiveRecord>> byRank = e.getValue();
+      SeqRecords members = e.getValue();
+      // Members of a group issue the same signature for one seq: each distinct one (sizes included, so that the
+      // own-op check, which reads sizes, gives every member sharing it the same answer) is checked once. Records
+      // that share their fields (the daemon's windows, a dump's templates) compare by reference.
+      List<List<CollectiveRecord>> distinct = new ArrayList<>(1);
+      List<List<String>> problemsOf = new ArrayList<>(1);
       // Problems inside one rank's own op (a gather whose output cannot hold group-size inputs, …).
       Map<Integer, List<String>> own = new TreeMap<>();
-      Map<Integer, List<Object>> keys = new TreeMap<>();
-      byRank.forEach((rank, recs) -> {
-        List<Object> key = CollectiveMatch.key(recs);
-        keys.put(rank, key);
-        // An uneven op's key leaves its sizes out, and its own check looks at them: those are checked each time.
-        List<String> problems = CollectiveMatch.hasUnevenOp(recs) ? CollectiveMatch.selfCheck(recs, groupSize)
-            : checked.computeIfAbsent(key, k -> CollectiveMatch.selfCheck(recs, groupSize));
-        if (!problems.isEmpty()) {
-          own.put(rank, problems);
+      for (int i = 0; i < members.ranks.size(); i++) {
+        List<CollectiveRecord> recs = members.records.get(i);
+        int d = 0;
+        while (d < distinct.size() && !CollectiveMatch.sameSignature(distinct.get(d), recs)) {
+          d++;
         }
-      });
+        if (d == distinct.size()) {
+          distinct.add(recs);
+          problemsOf.add(CollectiveMatch.selfCheck(recs, groupSize));
+        }
+        if (!problemsOf.get(d).isEmpty()) {
+          own.put(members.ranks.get(i), problemsOf.get(d));
+        }
+      }
       if (!own.isEmpty()) {
         List<Integer> culprits = List.copyOf(own.keySet());
         return mismatch(g, seq, false, culprits, own.entrySet().stream()
             .map(x -> "rank " + x.getKey() + ": " + String.join("; ", x.getValue()))
             .collect(Collectors.joining("; ")) + " (" + g.name() + " seq " + seq + ")");
       }
-      if (byRank.size() < 2) {
+      if (members.ranks.size() < 2) {
         continue;
       }
-      if (!allEqual(keys.values())) {
+      // Signatures that differ may still match: an uneven op's members may pass different sizes.
+      Map<Integer, List<CollectiveRecord>> byRank = distinct.size() > 1 ? members.byRank() : null;
+      Map<Integer, List<Object>> keys = new TreeMap<>();
+      if (byRank != null) {
+        byRank.forEach((rank, recs) -> keys.put(rank, CollectiveMatch.key(recs)));
+      }
+      if (byRank != null && !allEqual(keys.values())) {
         List<Integer> culprits = minority(g, seq, keys);
         List<Integer> others = keys.keySet().stream().filter(x -> !culprits.contains(x)).toList();
         String expected = others.isEmpty() ? "?" : CollectiveMatch.describe(byRank.get(others.get(0)));
@@ -115,15 +146,16 @@ final class SignatureCheck {
             + " (" + g.name() + " seq " + seq + ")");
       }
       // The totals balance only over every member's input and output; evidence from logs has no output counts.
-      if (byRank.size() == groupSize && CollectiveMatch.isAllToAll(byRank.values().iterator().next())
-          && byRank.values().stream().flatMap(List::stream).allMatch(r -> r.getOutputSizesCount() > 0)) {
-        long in = byRank.values().stream().mapToLong(CollectiveMatch::inputNumel).sum();
-        long out = byRank.values().stream().mapToLong(CollectiveMatch::outputNumel).sum();
+      List<List<CollectiveRecord>> all = members.records;
+      if (all.size() == groupSize && CollectiveMatch.isAllToAll(all.get(0))
+          && all.stream().flatMap(List::stream).allMatch(r -> r.getOutputSizesCount() > 0)) {
+        long in = all.stream().mapToLong(CollectiveMatch::inputNumel).sum();
+        long out = all.stream().mapToLong(CollectiveMatch::outputNumel).sum();
         if (in != out) {
           // The totals say the split sizes disagree, not which rank is wrong.
-          return mismatch(g, seq, false, List.copyOf(byRank.keySet()), "all_to_all totals do not balance: "
+          return mismatch(g, seq, false, List.copyOf(members.ranks), "all_to_all totals do not balance: "
               + "total input numel " + in + " but total output numel " + out + " over ranks "
-              + Ranks.compact(List.copyOf(byRank.keySet())) + " (" + g.name() + " seq " + seq + ")");
+              + Ranks.compact(List.copyOf(members.ranks)) + " (" + g.name() + " seq " + seq + ")");
         }
       }
     }

@@ -135,8 +135,8 @@ final class StuckOperations {
 
   private static long firstOutstanding(TreeMap<Long, List<CollectiveRecord>> bySeq, long enqueued,
       long completed) {
-    for (Map.Entry<Long, List<CollectiveRecord>> e : bySeq.entrySet()) {
-      if (e.getKey() > completed && !allCompleted(e.getValue())) {
+    for (Map.Entry<Long, List<CollectiveRecord>> e : bySeq.tailMap(completed, false).entrySet()) {
+      if (!allCompleted(e.getValue())) {
         return e.getKey();
       }
     }

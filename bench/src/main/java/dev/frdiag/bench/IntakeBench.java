@@ -7,9 +7,12 @@ import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.Heartbeat;
 import dev.frdiag.proto.v1.RankMessage;
 import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.RecordTemplate;
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.testing.sim.Fault;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Records;
 import dev.frdiag.testing.sim.Topology;
@@ -26,8 +29,9 @@ import java.util.Set;
  * Prints what the daemon's record intake costs per record: a rank's record batch parsed from its wire bytes
  * ({@code RankMessage.parseFrom}, as gRPC does) and taken into the job's per-rank window ({@code Job.records}), on
  * one thread. The batches are what fr-sim's ranks send: each step's records once when issued (scheduled) and once
- * more when completed; once as whole records, once naming templates. Also prints the heap the windows hold per
- * record, and how long an incident takes to build its evidence from those windows and analyse it. Usage:
+ * more when completed; once as whole records, once naming templates. The last step hangs (a GPU stall on rank
+ * ranks/2+1), as in fr-sim's scale runs. Also prints the heap the windows hold per record, and how long an incident
+ * takes to build its evidence from those windows and analyse it (the stuck groups' every seq checked). Usage:
  * {@code java -cp bench/target/frdiag-bench.jar dev.frdiag.bench.IntakeBench [ranks] [rounds]}.
  */
 public final class IntakeBench {
@@ -93,17 +97,32 @@ public final class IntakeBench {
     }
     long[] build = new long[rounds];
     long[] analyse = new long[rounds];
+    Diagnosis d = null;
     for (int i = 0; i < rounds; i++) {
       long t0 = System.nanoTime();
-      JobEvidence evidence = filled.evidence(Map.of(), all, 0, Duration.ofSeconds(10), "");
+      // Observed well after the hang began, so that its groups count as stalled.
+      JobEvidence evidence = filled.evidence(Map.of(), all, newestNs(batches) + Duration.ofMinutes(1).toNanos(),
+          Duration.ofSeconds(10), "");
       long t1 = System.nanoTime();
-      HangAnalyzer.analyze(evidence);
+      d = HangAnalyzer.analyze(evidence);
       build[i] = t1 - t0;
       analyse[i] = System.nanoTime() - t1;
     }
     System.out.printf("an incident on these windows: evidence built in %.0f ms (first %.0f), analysed in %.0f ms"
-        + " (first %.0f), medians of %d%n", median(build) / 1e6, build[0] / 1e6, median(analyse) / 1e6,
-        analyse[0] / 1e6, rounds);
+        + " (first %.0f), medians of %d; %s %s %s%n", median(build) / 1e6, build[0] / 1e6, median(analyse) / 1e6,
+        analyse[0] / 1e6, rounds, d.verdict(), d.symptom(), d.culpritRanks());
+  }
+
+  private static long newestNs(List<List<byte[]>> batches) throws InvalidProtocolBufferException {
+    long newest = 0;
+    for (List<byte[]> rank : batches) {
+      for (byte[] b : rank) {
+        for (CollectiveRecord r : RankMessage.parseFrom(b).getRecords().getRecordsList()) {
+          newest = Math.max(newest, Math.max(r.getTimeCreatedNs(), r.getTimeCompletedNs()));
+        }
+      }
+    }
+    return newest;
   }
 
   private static long median(long[] values) {
@@ -129,6 +148,10 @@ public final class IntakeBench {
       // The stream's templates, as the daemon's session keeps them.
       Map<Integer, CollectiveRecord> templates = new HashMap<>();
       for (RankMessage m : parsed.get(rank)) {
+        if (m.hasHeartbeat()) {
+          job.heartbeat(rank, "s" + rank, m.getHeartbeat().getProgressList(), 0, 2_000_000_000L, 2_000);
+          continue;
+        }
         RecordBatch batch = m.getRecords();
         for (RecordTemplate t : batch.getTemplatesList()) {
           templates.put(t.getId(), job.template(t));
@@ -151,15 +174,14 @@ public final class IntakeBench {
   private static List<List<byte[]>> batches(int ranks, boolean templated) {
     List<List<byte[]>> out = new ArrayList<>(ranks);
     try (RankSimulator sim = RankSimulator.builder().topology(Topology.builder().worldSize(ranks).build())
-        .steps(STEPS).build()) {
+        .fault(Fault.gpuStall(ranks / 2 + 1, STEPS - 1)).steps(STEPS).build()) {
       sim.runSteps(STEPS);
       for (int rank = 0; rank < ranks; rank++) {
         List<CollectiveRecord> all = Records.all(sim.recorder(rank));
         List<byte[]> batches = new ArrayList<>();
         Map<RecordTemplate, Integer> templates = new HashMap<>();
-        int perStep = all.size() / STEPS;
         for (int step = 0; step < STEPS; step++) {
-          List<CollectiveRecord> done = all.subList(step * perStep, (step + 1) * perStep);
+          List<CollectiveRecord> done = all.subList(step * all.size() / STEPS, (step + 1) * all.size() / STEPS);
           RecordBatch.Builder issued = RecordBatch.newBuilder();
           RecordBatch.Builder finished = RecordBatch.newBuilder();
           for (CollectiveRecord r : done) {
@@ -171,6 +193,9 @@ public final class IntakeBench {
           batches.add(RankMessage.newBuilder().setRecords(issued).build().toByteArray());
           batches.add(RankMessage.newBuilder().setRecords(finished).build().toByteArray());
         }
+        // Then a heartbeat with the rank's progress, as a reporter sends after its records.
+        batches.add(RankMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder()
+            .addAllProgress(sim.recorder(rank).progress())).build().toByteArray());
         out.add(batches);
       }
     }
