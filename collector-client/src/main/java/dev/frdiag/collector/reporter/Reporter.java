@@ -233,10 +233,16 @@ public final class Reporter implements AutoCloseable {
         boolean current = false;
         if (stream.isReady()) {
           announceGroups();
-          DumpRequest dump;
-          while ((dump = dumpRequests.poll()) != null) {
-            stream.send(RankMessage.newBuilder().setDumpReply(snapshot(dump.getRequestId(), dump.getMaxRecords()))
-                .build());
+          DumpRequest dump = dumpRequests.poll();
+          if (dump != null) {
+            // Records first: when all of them are on the stream, a reply needs only say so (a hung job's rings
+            // stand still, and thousands of ranks answering at once need not send them all again).
+            current = shipDeltas(Long.MAX_VALUE);
+          }
+          for (; dump != null; dump = dumpRequests.poll()) {
+            stream.send(RankMessage.newBuilder().setDumpReply(dump.getRecordsOnStreamOk() && current
+                ? recordsOnStream(dump.getRequestId())
+                : snapshot(dump.getRequestId(), dump.getMaxRecords())).build());
           }
           drainEvents();
           current = shipDeltas(Long.MAX_VALUE);
@@ -408,6 +414,12 @@ public final class Reporter implements AutoCloseable {
       stream.send(RankMessage.newBuilder().setRecords(batch.setDroppedRecords(droppedRecords)).build());
       batch.clear();
     }
+  }
+
+  /** A reply saying every record of the ring is on the stream already, in its current state. */
+  private DumpReply recordsOnStream(long requestId) {
+    return DumpReply.newBuilder().setRequestId(requestId).setRecordsOnStream(true)
+        .addAllProgress(recorder.progress()).setDroppedRecords(droppedRecords).build();
   }
 
   /** The ring's records, oldest first; only the newest {@code maxRecords} when that is positive. */

@@ -379,6 +379,10 @@ public final class Job {
    * windows themselves (a 1 GB heap filled at 4,096 ranks before any reply was read).
    */
   public DumpReply compact(DumpReply reply, IntFunction<CollectiveRecord> templates) {
+    if (reply.getRecordsCount() == 0 && reply.getFramesCount() == 0) {
+      // Nothing to share (a reply whose records are on the stream): no need to wait for the job's lock.
+      return reply;
+    }
     synchronized (lock) {
       DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames().clearTemplates();
       for (CollectiveRecord r : reply.getRecordsList()) {

@@ -72,7 +72,12 @@ final class RankState {
     List<ProcessGroupProgress> snapshotProgress;
     boolean answered = reply != null && reply.getError().isEmpty()
         || reply == null && standsIn && liveness == Liveness.ALIVE;
-    if (answered && reply != null) {
+    if (answered && reply != null && reply.getRecordsOnStream()) {
+      // Every record of its ring came on its stream before the reply: the window is the snapshot.
+      records = window == null ? new ArrayList<>() : window.records();
+      snapshotFrames = new HashMap<>(frames);
+      snapshotProgress = reply.getProgressList();
+    } else if (answered && reply != null) {
       records = reply.getRecordsList();
       snapshotFrames = new HashMap<>();
       for (InternedFrame f : reply.getFramesList()) {

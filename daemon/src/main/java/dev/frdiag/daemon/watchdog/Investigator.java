@@ -168,7 +168,7 @@ public final class Investigator {
     Set<Integer> standIns = job.currentWindows(epochNanos(start) - standInAge.toNanos());
     Map<Integer, String> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
         .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window())
-        .build());
+        .setRecordsOnStreamOk(true).build());
     timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
         + " connected ranks (deadline " + deadline.toMillis() + " ms)"));
     standIns.retainAll(asked.keySet());
@@ -213,7 +213,9 @@ public final class Investigator {
           Instant now = clock.get();
           timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
               + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
-          log.info("job={} evidence of {} ranks built in {} ms, analysed in {} ms", job.id(), evidence.ranks().size(),
+          log.info("job={} evidence of {} ranks ({} snapshots said their records were on the stream) built in {} ms,"
+              + " analysed in {} ms", job.id(), evidence.ranks().size(),
+              replies.values().stream().filter(DumpReply::getRecordsOnStream).count(),
               Duration.between(gathered, built).toMillis(), Duration.between(built, now).toMillis());
           Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now,
               diagnosis, timeline, job.scheduler());

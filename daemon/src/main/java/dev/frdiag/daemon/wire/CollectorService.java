@@ -212,6 +212,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         case DUMP_REPLY -> {
           // A reply that is late (its investigation went on without it) or was never asked for is checked, but not
           // kept: sharing its records with the job's would only take time from the analysis it missed.
+          MessageValidator.dumpReply(message.getDumpReply());
           boolean awaited = investigator.awaits(job.id(), message.getDumpReply().getRequestId());
           DumpReply reply = newest(message.getDumpReply(), job.window());
           TemplateTable replyTemplates = awaited ? new TemplateTable() : TemplateTable.checkOnly();

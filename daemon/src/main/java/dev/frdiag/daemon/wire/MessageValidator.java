@@ -3,6 +3,7 @@ package dev.frdiag.daemon.wire;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
@@ -73,6 +74,15 @@ final class MessageValidator {
       throw new IllegalArgumentException("rank event kind " + (event.getKind() == RankEvent.Kind.UNRECOGNIZED
           ? event.getKindValue() + " is unknown" : "is not set")
           + ": use WATCHDOG_TIMEOUT, COMM_ERROR, CUDA_ERROR or WATCHDOG_STUCK");
+    }
+  }
+
+  /** @throws IllegalArgumentException when a reply says its records are on the stream and carries records too */
+  static void dumpReply(DumpReply reply) {
+    if (reply.getRecordsOnStream() && (reply.getRecordsCount() > 0 || reply.getTemplatesCount() > 0)) {
+      throw new IllegalArgumentException("dump reply " + reply.getRequestId() + " says its records are on the "
+          + "stream (records_on_stream) but carries " + reply.getRecordsCount() + " records and "
+          + reply.getTemplatesCount() + " templates: send one or the other");
     }
   }
 

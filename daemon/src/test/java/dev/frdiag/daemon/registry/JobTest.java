@@ -226,4 +226,24 @@ class JobTest {
     assertThat(compact.getTemplatesList()).isEmpty();
     assertThat(compact.getRecords(0).getOp()).as("the job's copy").isSameAs(shared.getOp());
   }
+
+  @Test
+  void aSnapshotReplySayingItsRecordsAreOnTheStreamAnswersWithTheRanksWindow() {
+    Job job = twoRanks();
+    List<CollectiveRecord> records = new java.util.ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      records.add(CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0").setOp("all_reduce")
+          .setCollectiveSeq(i).setTimeCreatedNs(1 + i)
+          .setState(i < 4 ? CollectiveState.COMPLETED : CollectiveState.SCHEDULED).build());
+    }
+    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    DumpReply onStream = DumpReply.newBuilder().setRequestId(1).setRecordsOnStream(true)
+        .addProgress(progress(4, 3)).build();
+
+    var rank0 = job.evidence(Map.of(0, onStream), 0, STALL, "not asked").ranks().get(0);
+    assertThat(rank0.answered()).as("it answered, fresh").isTrue();
+    assertThat(rank0.records()).as("its window, which the stream brought up to the reply").isEqualTo(records);
+    assertThat(rank0.progress()).as("the reply's own progress").containsExactly(progress(4, 3));
+    assertThat(job.compact(onStream, id -> null)).as("nothing to share, taken as it is").isSameAs(onStream);
+  }
 }

@@ -14,6 +14,7 @@ import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
@@ -49,8 +50,15 @@ class RecordTemplatesTest {
   @TempDir
   Path dataDir;
 
-  /** 60 records of two kinds (all_reduce and broadcast on one group), the last one still in flight. */
+  /** A recorder and the handle of its record in flight. */
+  private record Ring(FlightRecorder recorder, long inFlight) {}
+
   private static FlightRecorder recorder() {
+    return ring().recorder();
+  }
+
+  /** 60 records of two kinds (all_reduce and broadcast on one group), the last one still in flight. */
+  private static Ring ring() {
     FlightRecorder recorder = new FlightRecorder(200, FlightRecorder::epochNanos, 600_000);
     ProcessGroupHandle world = recorder.registerProcessGroup("0", "default_pg", new int[] {0});
     OpName allReduce = recorder.op("all_reduce");
@@ -61,8 +69,7 @@ class RecordTemplatesTest {
       recorder.completed(recorder.enqueue(world, i % 2 == 0 ? allReduce : broadcast, i % 2 == 0 ? grads : params,
           i % 2 == 0 ? grads : params, null));
     }
-    recorder.enqueue(world, allReduce, grads, grads, null);
-    return recorder;
+    return new Ring(recorder, recorder.enqueue(world, allReduce, grads, grads, null));
   }
 
   /** The records of {@code messages}' batches as the whole records they stand for, newest copy per record id. */
@@ -223,6 +230,49 @@ class RecordTemplatesTest {
         reporter.kill();
         channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
       }
+    }
+  }
+
+  @Test
+  void aRankWhoseRecordsAreAllOnTheStreamAnswersASnapshotRequestWithoutSendingThemAgain() throws Exception {
+    Ring ring = ring();
+    FlightRecorder recorder = ring.recorder();
+    try (FakeCollector daemon = new FakeCollector(true)) {
+      reporting(recorder, daemon, () -> {
+        // Its state moves on just before the request: the reply may only say so once the change is on the stream.
+        recorder.completed(ring.inFlight());
+        daemon.requestDump(0, DumpRequest.newBuilder().setRequestId(8).setRecordsOnStreamOk(true).build());
+        await().atMost(WAIT).until(() -> !daemon.of(0, RankMessage.BodyCase.DUMP_REPLY).isEmpty());
+        List<RankMessage> sent = List.copyOf(daemon.received.get(0));
+        int at = 0;
+        while (!sent.get(at).hasDumpReply()) {
+          at++;
+        }
+        DumpReply reply = sent.get(at).getDumpReply();
+        assertThat(reply.getRecordsOnStream()).isTrue();
+        assertThat(reply.getRecordsCount() + reply.getTemplatesCount()).isZero();
+        assertThat(reply.getProgressList()).isEqualTo(recorder.progress());
+        assertThat(expanded(sent.subList(0, at).stream().filter(RankMessage::hasRecords).toList()))
+            .as("the ring as it is, every record sent before the reply").isEqualTo(Records.all(recorder));
+
+        daemon.requestDump(0, DumpRequest.newBuilder().setRequestId(9).build());
+        await().atMost(WAIT).until(() -> daemon.of(0, RankMessage.BodyCase.DUMP_REPLY).size() == 2);
+        DumpReply asked = daemon.of(0, RankMessage.BodyCase.DUMP_REPLY).get(1).getDumpReply();
+        assertThat(asked.getRecordsOnStream()).as("not allowed by the request").isFalse();
+        assertThat(asked.getRecordsCount()).isEqualTo(Records.all(recorder).size());
+      });
+    }
+  }
+
+  @Test
+  void aReplyThatSaysItsRecordsAreOnTheStreamAndCarriesRecordsEndsTheStream() throws Exception {
+    try (InProcessDaemon daemon = new InProcessDaemon(DaemonSettings.builder().dataDir(dataDir).build())) {
+      Status status = RankConnection.send(daemon.channel(), hello(), RankMessage.newBuilder().setDumpReply(
+          DumpReply.newBuilder().setRequestId(3).setRecordsOnStream(true).addRecords(naming(0))).build())
+          .get(5, TimeUnit.SECONDS);
+      assertThat(status.getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+      assertThat(status.getDescription()).isEqualTo("dump reply 3 says its records are on the stream "
+          + "(records_on_stream) but carries 1 records and 0 templates: send one or the other");
     }
   }
 }

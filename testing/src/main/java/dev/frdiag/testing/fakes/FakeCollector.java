@@ -61,10 +61,15 @@ public final class FakeCollector extends CollectorGrpc.CollectorImplBase impleme
 
   /** Asks {@code rank} for a snapshot of at most its newest {@code maxRecords} records (0: all). */
   public void requestDump(int rank, long requestId, long deadlineMs, int maxRecords) {
+    requestDump(rank, DumpRequest.newBuilder().setRequestId(requestId).setReason("test").setDeadlineMs(deadlineMs)
+        .setMaxRecords(maxRecords).build());
+  }
+
+  /** Sends {@code request} to {@code rank}. */
+  public void requestDump(int rank, DumpRequest request) {
     StreamObserver<DaemonMessage> s = streams.get(rank);
     synchronized (s) {
-      s.onNext(DaemonMessage.newBuilder().setDumpRequest(DumpRequest.newBuilder().setRequestId(requestId)
-          .setReason("test").setDeadlineMs(deadlineMs).setMaxRecords(maxRecords)).build());
+      s.onNext(DaemonMessage.newBuilder().setDumpRequest(request).build());
     }
   }
 
