@@ -26,8 +26,11 @@ final class JobIndex {
     Map<Integer, RankIndex> byRank = new TreeMap<>();
     Map<GroupKey, ProcessGroup> byKey = new TreeMap<>();
     Map<GroupKey, List<Integer>> sortedMembers = new HashMap<>();
+    // Each rank's records indexed on every core: the biggest share of an analysis, and independent per rank.
+    for (RankIndex r : job.ranks().parallelStream().map(RankIndex::new).toList()) {
+      byRank.put(r.rank(), r);
+    }
     for (RankEvidence e : job.ranks()) {
-      byRank.put(e.rank(), new RankIndex(e));
       for (ProcessGroup g : e.groups()) {
         GroupKey key = GroupKey.of(g);
         if (byKey.putIfAbsent(key, g) == null) {

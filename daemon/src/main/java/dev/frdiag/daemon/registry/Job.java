@@ -466,11 +466,12 @@ public final class Job {
     // One hold of the lock for all ranks: taken rank by rank, each take waited behind the thousands of transport
     // threads whose heartbeats queue for it (16,384 ranks: 10 s to build the evidence instead of 2-4 s).
     synchronized (lock) {
-      List<RankEvidence> out = new ArrayList<>(ranks.size());
-      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        out.add(e.getValue().evidence(e.getKey(), replies.get(e.getKey()), standIns.contains(e.getKey()),
-            noReplyReason));
-      }
+      // Built on every core while this thread holds the lock (writers wait, and the ranks' states are only read):
+      // each rank's records are rebuilt from its window, a million at 16,384 ranks.
+      List<RankEvidence> out = List.copyOf(ranks.entrySet()).parallelStream()
+          .map(e -> e.getValue().evidence(e.getKey(), replies.get(e.getKey()), standIns.contains(e.getKey()),
+              noReplyReason))
+          .toList();
       return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold, List.copyOf(contexts.values()));
     }
   }
