@@ -9,7 +9,7 @@ class WarmupTest {
   @Test
   void warmupExercisesARealDiagnosis() {
     // If the synthetic hang stopped being diagnosed, the warm-up would stop compiling the paths incidents take.
-    Diagnosis d = Warmup.run(1);
+    Diagnosis d = HangAnalyzer.analyze(Warmup.syntheticStall(64, 40));
     assertThat(d.symptom()).isEqualTo(Symptom.GPU_STALL);
     assertThat(d.culpritRanks()).containsExactly(1);
   }

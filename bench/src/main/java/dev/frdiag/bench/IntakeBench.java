@@ -212,8 +212,6 @@ public final class IntakeBench {
       templates.put(fields, id);
       batch.addTemplates(fields.toBuilder().setId(id));
     }
-    return r.toBuilder().clearProcessGroup().clearOp().clearInputSizes().clearOutputSizes().clearInputDtypes()
-        .clearOutputDtypes().clearThreadName().clearThreadId().clearFrameIds().clearBackend().setTemplateId(id)
-        .build();
+    return RecordTemplates.naming(r, id);
   }
 }

@@ -52,4 +52,11 @@ public final class RecordTemplates {
   public static CollectiveRecord complete(CollectiveRecord shared, CollectiveRecord naming) {
     return shared.toBuilder().mergeFrom(naming).setTemplateId(0).build();
   }
+
+  /** {@code record} without what its template stands for, naming template {@code id} instead: what a sender sends. */
+  public static CollectiveRecord naming(CollectiveRecord record, int id) {
+    return record.toBuilder().clearProcessGroup().clearOp().clearInputSizes().clearOutputSizes().clearInputDtypes()
+        .clearOutputDtypes().clearThreadName().clearThreadId().clearFrameIds().clearBackend().setTemplateId(id)
+        .build();
+  }
 }

@@ -1,0 +1,95 @@
+package dev.frdiag.daemon.watchdog;
+
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.analysis.RankEvidence;
+import dev.frdiag.analysis.Warmup;
+import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.proto.RecordTemplates;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.InternedFrame;
+import dev.frdiag.proto.v1.RecordTemplate;
+import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportJson;
+import dev.frdiag.report.ReportText;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Rehearses an incident on a synthetic stalled job ({@link Warmup#syntheticStall}) before the first real one: its
+ * ranks' records taken into windows by template as reporters send them, the evidence built from windows and from
+ * replies that say their records are on the stream, analysed, and the report rendered as the store writes it.
+ * Otherwise the first incident compiles these paths while it runs: at 16,384 ranks the compiler took a third to
+ * half of a core during the analysis, much of it recompiling code that a warm-up of the analysis alone had compiled
+ * for shapes it never saw (send/recv pairs, progress counters, stacks).
+ */
+public final class IncidentWarmup {
+  private static final int RANKS = 64;
+  private static final int STEPS = 40;
+
+  private IncidentWarmup() {}
+
+  /**
+   * Rehearses {@code rounds} incidents, fewer when the thread is interrupted (the daemon closing); returns the last
+   * report (not stored anywhere).
+   */
+  public static Report run(int rounds) {
+    JobEvidence synthetic = Warmup.syntheticStall(RANKS, STEPS);
+    Report report = null;
+    for (int i = 0; i < rounds && (i == 0 || !Thread.currentThread().isInterrupted()); i++) {
+      report = rehearse(synthetic);
+    }
+    return report;
+  }
+
+  private static Report rehearse(JobEvidence synthetic) {
+    Job job = new JobRegistry(STEPS * 3).getOrCreate("warmup", RANKS, 0, 0);
+    Map<Integer, DumpReply> replies = new HashMap<>();
+    Set<Integer> standIns = new HashSet<>();
+    for (RankEvidence rank : synthetic.ranks()) {
+      String session = "warmup-" + rank.rank();
+      job.attach(rank.identity().toBuilder().setJobId("warmup").build(), rank.groups(), request -> { }, session, 0,
+          0, 0);
+      Map<RecordTemplate, Integer> ids = new HashMap<>();
+      Map<Integer, CollectiveRecord> shared = new HashMap<>();
+      List<CollectiveRecord> naming = new ArrayList<>(rank.records().size());
+      for (CollectiveRecord r : rank.records()) {
+        RecordTemplate fields = RecordTemplates.of(0, r);
+        Integer id = ids.get(fields);
+        if (id == null) {
+          id = ids.size() + 1;
+          ids.put(fields, id);
+          shared.put(id, job.template(fields.toBuilder().setId(id).build()));
+        }
+        naming.add(RecordTemplates.naming(r, id));
+      }
+      List<InternedFrame> frames = new ArrayList<>();
+      rank.frames().forEach((id, frame) -> frames.add(InternedFrame.newBuilder().setId(id).setFrame(frame).build()));
+      job.records(rank.rank(), session, naming, shared::get, frames, 0, 1);
+      job.heartbeat(rank.rank(), session, rank.progress(), 0, synthetic.observedAtNs(), true, 1, 0);
+      // Half answer saying their records are on the stream, half stand in with their windows.
+      if (rank.rank() % 2 == 0) {
+        replies.put(rank.rank(), DumpReply.newBuilder().setRecordsOnStream(true).addAllProgress(rank.progress())
+            .build());
+      } else {
+        standIns.add(rank.rank());
+      }
+    }
+    JobEvidence evidence = job.evidence(replies, standIns, synthetic.observedAtNs(), synthetic.stallThreshold(),
+        "warm-up");
+    Diagnosis d = HangAnalyzer.analyze(evidence);
+    Report report = Report.of("warmup-000001", "warmup", Report.Trigger.STALL, Instant.EPOCH, d,
+        List.of(new Report.TimelineEntry(Instant.EPOCH.toString(), "warm-up")), job.scheduler());
+    ReportText.markdown(report);
+    ReportJson.write(report);
+    return report;
+  }
+}
