@@ -72,16 +72,6 @@ final class CollectiveMatch {
     return r.getOp().equals("coalesced");
   }
 
-  /** True when one of {@code recs} is an op whose members may pass different sizes (all_to_all, gather…). */
-  static boolean hasUnevenOp(List<CollectiveRecord> recs) {
-    for (CollectiveRecord r : recs) {
-      if (UNEVEN.contains(r.getOp())) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /** Problems within one member's own records (independent of peers), e.g. a gather whose sizes cannot fit. */
   static List<String> selfCheck(List<CollectiveRecord> recs, int groupSize) {
     List<String> problems = new ArrayList<>();

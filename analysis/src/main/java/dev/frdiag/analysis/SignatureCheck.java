@@ -27,6 +27,9 @@ final class SignatureCheck {
    */
   record Mismatch(GroupKey group, long seq, boolean p2p, Evidence evidence) {}
 
+  /** Distinct signatures of one seq looked up before a member's own is checked by itself. */
+  private static final int MAX_SIGNATURES_KEPT = 4;
+
   private final JobIndex index;
 
   private SignatureCheck(JobIndex index) {
@@ -98,8 +101,11 @@ final class SignatureCheck {
       // Members of a group issue the same signature for one seq: each distinct one (sizes included, so that the
       // own-op check, which reads sizes, gives every member sharing it the same answer) is checked once. Records
       // that share their fields (the daemon's windows, a dump's templates) compare by reference.
+      // An uneven op (all_to_all) may have as many signatures as members: past a few, each is checked on its own
+      // rather than searched for among the others.
       List<List<CollectiveRecord>> distinct = new ArrayList<>(1);
       List<List<String>> problemsOf = new ArrayList<>(1);
+      boolean varied = false;
       // Problems inside one rank's own op (a gather whose output cannot hold group-size inputs, …).
       Map<Integer, List<String>> own = new TreeMap<>();
       for (int i = 0; i < members.ranks.size(); i++) {
@@ -108,12 +114,19 @@ final class SignatureCheck {
         while (d < distinct.size() && !CollectiveMatch.sameSignature(distinct.get(d), recs)) {
           d++;
         }
-        if (d == distinct.size()) {
-          distinct.add(recs);
-          problemsOf.add(CollectiveMatch.selfCheck(recs, groupSize));
+        List<String> problems;
+        if (d < distinct.size()) {
+          problems = problemsOf.get(d);
+        } else {
+          problems = CollectiveMatch.selfCheck(recs, groupSize);
+          varied |= !distinct.isEmpty();
+          if (distinct.size() < MAX_SIGNATURES_KEPT) {
+            distinct.add(recs);
+            problemsOf.add(problems);
+          }
         }
-        if (!problemsOf.get(d).isEmpty()) {
-          own.put(members.ranks.get(i), problemsOf.get(d));
+        if (!problems.isEmpty()) {
+          own.put(members.ranks.get(i), problems);
         }
       }
       if (!own.isEmpty()) {
@@ -126,7 +139,7 @@ final class SignatureCheck {
         continue;
       }
       // Signatures that differ may still match: an uneven op's members may pass different sizes.
-      Map<Integer, List<CollectiveRecord>> byRank = distinct.size() > 1 ? members.byRank() : null;
+      Map<Integer, List<CollectiveRecord>> byRank = varied ? members.byRank() : null;
       Map<Integer, List<Object>> keys = new TreeMap<>();
       if (byRank != null) {
         byRank.forEach((rank, recs) -> keys.put(rank, CollectiveMatch.key(recs)));

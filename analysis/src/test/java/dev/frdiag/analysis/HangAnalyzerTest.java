@@ -374,6 +374,21 @@ class HangAnalyzerTest {
   }
 
   @Test
+  void eachMembersOwnOpIsCheckedWhenEveryMemberSplitsAnAllToAllDifferently() {
+    Snapshots s = job().group("world", 0, 1, 2, 3, 4, 5, 6, 7);
+    for (int r = 0; r < 8; r++) {
+      s.issue(r, "world", "all_to_all", STARTED, 10 + r, 10 + r, "Float");
+    }
+    // Rank 6's is the seventh distinct signature of the seq: checked on its own, not among the first few.
+    s.outputDtype(6, "BFloat16");
+    Diagnosis d = HangAnalyzer.analyze(s.offline());
+    assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
+    assertThat(d.culpritRanks()).containsExactly(6);
+    assertThat(d.evidence().get(0).detail())
+        .startsWith("rank 6: all_to_all input dtypes [Float] do not match its output dtypes [BFloat16]");
+  }
+
+  @Test
   void gatherWhoseOutputCannotHoldTheGroupIsAMismatchOnThatRank() {
     Snapshots s = healthySteps(job(), 1);
     s.issue(0, "dpA", "_all_gather_base", STARTED, 256, 1024, "BFloat16")

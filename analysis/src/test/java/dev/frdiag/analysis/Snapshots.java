@@ -83,6 +83,13 @@ final class Snapshots {
     return this;
   }
 
+  /** {@code rank}'s newest record with output dtype {@code dtype}. */
+  Snapshots outputDtype(int rank, String dtype) {
+    List<CollectiveRecord> mine = records.get(rank);
+    mine.set(mine.size() - 1, mine.get(mine.size() - 1).toBuilder().setOutputDtypes(0, dtype).build());
+    return this;
+  }
+
   /** A coalesced group of {@code ops} on {@code group}: one seq shared by all, closed by its end marker. */
   Snapshots coalesced(int rank, String group, CollectiveState state, long size, String... ops) {
     long seq = seqs.get(rank).merge(group, 1L, Long::sum);
