@@ -44,6 +44,8 @@ public final class Job {
   @GuardedBy("lock")
   private final Map<Integer, RankState> ranks = new TreeMap<>();
   @GuardedBy("lock")
+  private long quietAtLastCheckNanos = -1;
+  @GuardedBy("lock")
   private int worldSize;
   private final long firstSeenMs;
   @GuardedBy("lock")
@@ -506,7 +508,18 @@ public final class Job {
           return triggerOf(r.events.getLast().getKind());
         }
       }
-      return StallCheck.anyGroupStalled(ranks.values(), nowNanos, stallTimeout) ? Report.Trigger.STALL : null;
+      quietAtLastCheckNanos = StallCheck.longestQuietNanos(ranks.values(), nowNanos);
+      return quietAtLastCheckNanos >= stallTimeout.toNanos() ? Report.Trigger.STALL : null;
+    }
+  }
+
+  /**
+   * As of the last {@link #incidentTrigger} that looked at the groups, how long the quietest group with outstanding
+   * work had gone without progress; -1 when none had, or an incident opened or closed since.
+   */
+  public long quietAtLastCheckNanos() {
+    synchronized (lock) {
+      return quietAtLastCheckNanos;
     }
   }
 
@@ -525,6 +538,7 @@ public final class Job {
   public void openIncident(Report.Trigger trigger) {
     synchronized (lock) {
       incidentOpen = true;
+      quietAtLastCheckNanos = -1;
       incidentTrigger = trigger;
       incidentReportedNanos = 0;
       for (RankState r : ranks.values()) {
@@ -555,6 +569,7 @@ public final class Job {
         return;
       }
       incidentOpen = false;
+      quietAtLastCheckNanos = -1;
       for (RankState r : ranks.values()) {
         r.unhandledEvent = false;
       }
@@ -602,6 +617,7 @@ public final class Job {
           .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos));
       if (!anyLost && advanced) {
         incidentOpen = false;
+        quietAtLastCheckNanos = -1;
       }
     }
   }

@@ -3,7 +3,6 @@ package dev.frdiag.daemon.registry;
 import dev.frdiag.analysis.Liveness;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
-import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
@@ -15,8 +14,11 @@ import java.util.Map;
 final class StallCheck {
   private StallCheck() {}
 
-  /** True when some group of {@code ranks} has stalled. */
-  static boolean anyGroupStalled(Collection<RankState> ranks, long nowNanos, Duration stallTimeout) {
+  /**
+   * How long the quietest group with outstanding work has gone without progress (the least quiet of its live
+   * members); -1 when no group has outstanding work.
+   */
+  static long longestQuietNanos(Collection<RankState> ranks, long nowNanos) {
     // Per group: outstanding work, and how long its least quiet member has gone without advancing. Keyed by the
     // job's one copy of each announced group (its hash is computed once), never by a string of its members: that
     // was the world group's 16,384 members printed for each of its 16,384 ranks on every pass, under the lock that
@@ -36,12 +38,13 @@ final class StallCheck {
         agg[1] = Math.min(agg[1], quietNanos(r, p.getProcessGroup(), nowNanos));
       }
     }
+    long longest = -1;
     for (long[] agg : groups.values()) {
-      if (agg[0] == 1 && agg[1] >= stallTimeout.toNanos()) {
-        return true;
+      if (agg[0] == 1) {
+        longest = Math.max(longest, agg[1]);
       }
     }
-    return false;
+    return longest;
   }
 
   /** Whether the rank has issued work on the group that it has not completed. */

@@ -4,8 +4,10 @@ import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.report.Report;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -27,6 +29,9 @@ public final class Watchdog implements AutoCloseable {
   // Concurrent: the scheduler's passes and a caller's checkAll() may overlap.
   private final Map<String, Long> incidentOpenedAt = new ConcurrentHashMap<>();
 
+  /** How soon the watchdog looks again while a group nears the stall timeout. */
+  static final Duration NEAR_STALL_CHECK = Duration.ofMillis(100);
+
   public Watchdog(JobRegistry registry, Investigator investigator, DaemonSettings settings, LongSupplier nanoTime,
       ScheduledExecutorService scheduler) {
     this.registry = registry;
@@ -37,12 +42,35 @@ public final class Watchdog implements AutoCloseable {
   }
 
   public void start() {
-    long period = settings.checkInterval().toNanos();
-    scheduler.scheduleWithFixedDelay(this::checkAll, period, period, TimeUnit.NANOSECONDS);
+    schedule(settings.checkInterval());
   }
 
-  /** One pass over every job; tests drive it directly, with their own clock. */
-  void checkAll() {
+  private void schedule(Duration delay) {
+    try {
+      scheduler.schedule(this::pass, delay.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException e) {
+      // Closed: no more passes.
+    }
+  }
+
+  private void pass() {
+    Duration next = settings.checkInterval();
+    try {
+      next = checkAll();
+    } finally {
+      schedule(next);
+    }
+  }
+
+  /**
+   * One pass over every job; tests drive it directly, with their own clock. Returns when to look next: the check
+   * interval, or {@link #NEAR_STALL_CHECK} while some job's quietest group is within one interval of the stall
+   * timeout, so that a stall is seen within a tenth of a second of the heartbeat that completes it rather than up
+   * to a whole interval later (a pass at 16,384 ranks takes some 20 ms, and this happens only as a hang begins).
+   */
+  Duration checkAll() {
+    Duration interval = settings.checkInterval();
+    Duration next = interval;
     for (String expired : registry.expireIdle(nanoTime.getAsLong())) {
       incidentOpenedAt.remove(expired);
       log.info("job {}: forgotten after {} with no rank connected (its reports stay in the store)", expired,
@@ -51,11 +79,16 @@ public final class Watchdog implements AutoCloseable {
     for (Job job : registry.all()) {
       try {
         check(job);
+        long quiet = job.quietAtLastCheckNanos();
+        if (quiet >= 0 && settings.stallTimeout().toNanos() - quiet <= interval.toNanos()) {
+          next = NEAR_STALL_CHECK.compareTo(interval) < 0 ? NEAR_STALL_CHECK : interval;
+        }
       } catch (RuntimeException e) {
         // One job's bad state must not stop the watchdog for the others.
         log.error("watchdog check failed for job {}", job.id(), e);
       }
     }
+    return next;
   }
 
   private void check(Job job) {

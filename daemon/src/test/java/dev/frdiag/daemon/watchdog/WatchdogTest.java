@@ -87,15 +87,15 @@ class WatchdogTest {
         .setLastCompletedSeq(completed).build();
   }
 
-  /** Both ranks heartbeat with the given progress (none when null), then the watchdog looks. */
-  private void tick(Duration sinceStart, ProcessGroupProgress progress, int... silentRanks) {
+  /** Both ranks heartbeat with the given progress (none when null), then the watchdog looks; returns when next. */
+  private Duration tick(Duration sinceStart, ProcessGroupProgress progress, int... silentRanks) {
     at(sinceStart);
     for (int rank = 0; rank < 2; rank++) {
       if (!contains(silentRanks, rank)) {
         job.heartbeat(rank, "session" + rank, progress == null ? List.of() : List.of(progress), 0, nanos.get(), 0);
       }
     }
-    watchdog.checkAll();
+    return watchdog.checkAll();
   }
 
   private static boolean contains(int[] values, int value) {
@@ -134,6 +134,21 @@ class WatchdogTest {
     assertThat(triggers()).containsExactly("stall");
     assertThat(job.incidentOpen()).isTrue();
     assertThat(job.summary().getLatestReportId()).isEqualTo("job-000001");
+  }
+
+  @Test
+  void aGroupNearingTheStallTimeoutIsLookedAtAgainWithinATenthOfASecond() {
+    Duration interval = DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL).build().checkInterval();
+    ProcessGroupProgress stuck = progress(5, 4);
+    assertThat(tick(Duration.ZERO, stuck)).isEqualTo(interval);
+    assertThat(tick(Duration.ofSeconds(20), stuck)).as("10 s to go").isEqualTo(interval);
+    assertThat(tick(STALL.minus(interval), stuck)).as("one interval to go").isEqualTo(Watchdog.NEAR_STALL_CHECK);
+    assertThat(tick(STALL.minusMillis(100), stuck)).isEqualTo(Watchdog.NEAR_STALL_CHECK);
+    assertThat(triggers()).isEmpty();
+    assertThat(tick(STALL, stuck)).as("the incident is open: nothing nears a stall").isEqualTo(interval);
+    assertThat(triggers()).containsExactly("stall");
+    assertThat(tick(STALL.plusSeconds(1), progress(5, 5))).as("progress again, nothing outstanding")
+        .isEqualTo(interval);
   }
 
   @Test
