@@ -193,8 +193,7 @@ public final class Daemon implements AutoCloseable {
       analysisExecutor.execute(() -> {
         long t0 = System.nanoTime();
         IncidentWarmup.run(WARMUP_ROUNDS);
-        log.info("incident path compiled ahead: {} rehearsed incidents in {} ms", WARMUP_ROUNDS,
-            (System.nanoTime() - t0) / 1_000_000);
+        log.info("incident path compiled ahead (rehearsed for {} ms)", (System.nanoTime() - t0) / 1_000_000);
       });
       started = true;
     }

@@ -57,6 +57,8 @@ public final class Watchdog implements AutoCloseable {
     Duration next = settings.checkInterval();
     try {
       next = checkAll();
+    } catch (RuntimeException e) {
+      log.error("watchdog pass failed; the next one runs as planned", e);
     } finally {
       schedule(next);
     }
