@@ -28,8 +28,10 @@ import java.util.Set;
  * ranks' records taken into windows by template as reporters send them, the evidence built from windows and from
  * replies that say their records are on the stream, analysed, and the report rendered as the store writes it.
  * Otherwise the first incident compiles these paths while it runs: at 16,384 ranks the compiler took a third to
- * half of a core during the analysis, much of it recompiling code that a warm-up of the analysis alone had compiled
- * for shapes it never saw (send/recv pairs, progress counters, stacks).
+ * half of a core during the analysis, compiling the window and report paths a warm-up of the analysis alone never
+ * ran, and recompiling the analysis itself, whose code the JVM had flushed as cold ({@code fr-daemon} now keeps it).
+ * The synthetic job has what live ones have (send/recv pairs, progress counters, stacks), so the compiled code
+ * already covers those branches.
  */
 public final class IncidentWarmup {
   private static final int RANKS = 64;
