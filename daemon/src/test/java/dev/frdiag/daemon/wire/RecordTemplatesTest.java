@@ -34,6 +34,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -88,16 +89,35 @@ class RecordTemplatesTest {
     return new ArrayList<>(byId.values());
   }
 
+  /** The first message {@code daemon} received from rank 0 that is {@code what}, once one came; and all before it. */
+  private static List<RankMessage> upTo(FakeCollector daemon, Predicate<RankMessage> what) {
+    await().atMost(WAIT).until(() -> daemon.received.getOrDefault(0, List.of()).stream().anyMatch(what));
+    List<RankMessage> sent = List.copyOf(daemon.received.get(0));
+    int at = 0;
+    while (!what.test(sent.get(at))) {
+      at++;
+    }
+    return sent.subList(0, at + 1);
+  }
+
+  /** The whole records that {@code messages}, but the last, carried. */
+  private static List<CollectiveRecord> recordsBeforeLast(List<RankMessage> messages) {
+    return expanded(messages.subList(0, messages.size() - 1).stream().filter(RankMessage::hasRecords).toList());
+  }
+
   /** What a test checks once the reporter's first 60 records reached the fake daemon. */
   private interface Check {
     void run() throws Exception;
   }
 
-  /** Runs a reporter of {@code recorder} against {@code daemon} until its 60 records arrived, then {@code check}. */
+  /**
+   * Runs a reporter of {@code recorder} (heartbeats every 50 ms) against {@code daemon} until its 60 records
+   * arrived, then {@code check}.
+   */
   private static void reporting(FlightRecorder recorder, FakeCollector daemon, Check check) throws Exception {
     ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
-    Reporter reporter = Reporter.builder(recorder, RANK, channel)
-        .settings(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(20)).build()).start();
+    Reporter reporter = Reporter.builder(recorder, RANK, channel).settings(ReporterSettings.builder()
+        .maxBatchDelay(Duration.ofMillis(20)).heartbeatInterval(Duration.ofMillis(50)).build()).start();
     try {
       await().atMost(WAIT).until(() -> daemon.of(0, RankMessage.BodyCase.RECORDS).stream()
           .mapToInt(m -> m.getRecords().getRecordsCount()).sum() >= 60);
@@ -213,23 +233,9 @@ class RecordTemplatesTest {
   void aHeartbeatSaysItsRecordsAreCurrentOnlyAfterEveryRecordOfTheRingWentOutBeforeIt() throws Exception {
     FlightRecorder recorder = recorder();
     try (FakeCollector daemon = new FakeCollector(true)) {
-      ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
-      Reporter reporter = Reporter.builder(recorder, RANK, channel).settings(ReporterSettings.builder()
-          .maxBatchDelay(Duration.ofMillis(20)).heartbeatInterval(Duration.ofMillis(50)).build()).start();
-      try {
-        await().atMost(WAIT).until(() -> daemon.received.getOrDefault(0, List.of()).stream()
-            .anyMatch(m -> m.hasHeartbeat() && m.getHeartbeat().getRecordsCurrent()));
-        List<RankMessage> sent = daemon.received.get(0);
-        int firstCurrent = 0;
-        while (!(sent.get(firstCurrent).hasHeartbeat() && sent.get(firstCurrent).getHeartbeat().getRecordsCurrent())) {
-          firstCurrent++;
-        }
-        assertThat(expanded(sent.subList(0, firstCurrent).stream().filter(RankMessage::hasRecords).toList()))
-            .as("the ring as the heartbeat found it, all sent before it").isEqualTo(Records.all(recorder));
-      } finally {
-        reporter.kill();
-        channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
-      }
+      reporting(recorder, daemon, () -> assertThat(recordsBeforeLast(upTo(daemon,
+          m -> m.hasHeartbeat() && m.getHeartbeat().getRecordsCurrent())))
+          .as("the ring as the heartbeat found it, all sent before it").isEqualTo(Records.all(recorder)));
     }
   }
 
@@ -242,18 +248,13 @@ class RecordTemplatesTest {
         // Its state moves on just before the request: the reply may only say so once the change is on the stream.
         recorder.completed(ring.inFlight());
         daemon.requestDump(0, DumpRequest.newBuilder().setRequestId(8).setRecordsOnStreamOk(true).build());
-        await().atMost(WAIT).until(() -> !daemon.of(0, RankMessage.BodyCase.DUMP_REPLY).isEmpty());
-        List<RankMessage> sent = List.copyOf(daemon.received.get(0));
-        int at = 0;
-        while (!sent.get(at).hasDumpReply()) {
-          at++;
-        }
-        DumpReply reply = sent.get(at).getDumpReply();
+        List<RankMessage> sent = upTo(daemon, RankMessage::hasDumpReply);
+        DumpReply reply = sent.get(sent.size() - 1).getDumpReply();
         assertThat(reply.getRecordsOnStream()).isTrue();
         assertThat(reply.getRecordsCount() + reply.getTemplatesCount()).isZero();
         assertThat(reply.getProgressList()).isEqualTo(recorder.progress());
-        assertThat(expanded(sent.subList(0, at).stream().filter(RankMessage::hasRecords).toList()))
-            .as("the ring as it is, every record sent before the reply").isEqualTo(Records.all(recorder));
+        assertThat(recordsBeforeLast(sent)).as("the ring as it is, every record sent before the reply")
+            .isEqualTo(Records.all(recorder));
 
         daemon.requestDump(0, DumpRequest.newBuilder().setRequestId(9).build());
         await().atMost(WAIT).until(() -> daemon.of(0, RankMessage.BodyCase.DUMP_REPLY).size() == 2);
