@@ -135,7 +135,7 @@ public record GroupProgress(CollectiveRef collective, boolean rootCause, long fi
         for (long seq = first; seq <= last; seq++) {
           cells.append(cell(stuck.stateOf(rank, op.group, seq, op.p2p)).code());
         }
-        RankIndex r = index.ranks.get(rank);
+        RankIndex r = index.rank(rank);
         starts |= r != null && r.recordsStarts;
         rows.computeIfAbsent(List.of(index.host(rank), cells.toString(), index.isLost(rank), blamed.contains(rank)),
             k -> new ArrayList<>()).add(rank);

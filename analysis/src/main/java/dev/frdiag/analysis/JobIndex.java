@@ -5,8 +5,10 @@ import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -20,32 +22,60 @@ final class JobIndex {
   final Map<GroupKey, ProcessGroup> groups;
   /** Sorted members of each group, computed once per group (not per rank). */
   final Map<GroupKey, List<Integer>> members;
+  /** Rank → its indexed evidence, by number; null when ranks are numbered too sparsely for an array. */
+  private final RankIndex[] dense;
 
   JobIndex(JobEvidence job) {
     this.job = job;
-    Map<Integer, RankIndex> byRank = new TreeMap<>();
+    TreeMap<Integer, RankIndex> byRank = new TreeMap<>();
     Map<GroupKey, ProcessGroup> byKey = new TreeMap<>();
     Map<GroupKey, List<Integer>> sortedMembers = new HashMap<>();
-    // Each rank's records indexed on every core: the biggest share of an analysis, and independent per rank.
-    for (RankIndex r : job.ranks().parallelStream().map(RankIndex::new).toList()) {
-      byRank.put(r.rank(), r);
-    }
+    // One key object per group, shared by every rank's index: a lookup that finds the very key it was given compares
+    // no names (a million lookups at 16,384 ranks).
+    Map<GroupKey, GroupKey> keys = new HashMap<>();
+    // Ranks of a live job share one copy of each group: each copy is looked at once.
+    Set<ProcessGroup> seen = Collections.newSetFromMap(new IdentityHashMap<>());
     for (RankEvidence e : job.ranks()) {
       for (ProcessGroup g : e.groups()) {
-        GroupKey key = GroupKey.of(g);
+        if (!seen.add(g)) {
+          continue;
+        }
+        GroupKey key = keys.computeIfAbsent(GroupKey.of(g), k -> k);
         if (byKey.putIfAbsent(key, g) == null) {
           sortedMembers.put(key, g.getRanksList().stream().sorted().toList());
         }
       }
     }
+    // Each rank's records indexed on every core: the biggest share of an analysis, and independent per rank.
+    for (RankIndex r : job.ranks().parallelStream().map(e -> new RankIndex(e, keys)).toList()) {
+      byRank.put(r.rank(), r);
+    }
     this.ranks = Collections.unmodifiableMap(byRank);
     this.groups = Collections.unmodifiableMap(byKey);
     this.members = Collections.unmodifiableMap(sortedMembers);
+    int highest = byRank.isEmpty() ? -1 : byRank.lastKey();
+    // By number where ranks are numbered densely, as a job's are; a sorted map's lookups otherwise (a dump folder
+    // whose file names claim a rank in the billions must not size an array).
+    if (highest < 2L * byRank.size() + 1024) {
+      RankIndex[] byNumber = new RankIndex[highest + 1];
+      byRank.forEach((rank, r) -> byNumber[rank] = r);
+      dense = byNumber;
+    } else {
+      dense = null;
+    }
+  }
+
+  /** {@code rank}'s indexed evidence, or null when it sent nothing. */
+  RankIndex rank(int rank) {
+    if (dense == null) {
+      return ranks.get(rank);
+    }
+    return rank >= 0 && rank < dense.length ? dense[rank] : null;
   }
 
   /** {@code rank}'s view of group {@code g}, or null when it holds nothing of it. */
   RankIndex.Track track(int rank, GroupKey g) {
-    RankIndex r = ranks.get(rank);
+    RankIndex r = rank(rank);
     return r == null ? null : r.tracks.get(g);
   }
 
@@ -65,11 +95,9 @@ final class JobIndex {
     if (t == null) {
       return null;
     }
-    for (List<CollectiveRecord> recs : t.p2p.values()) {
-      for (CollectiveRecord rec : recs) {
-        if (rec.getPeer() == owner && rec.getState() != CollectiveState.COMPLETED) {
-          return rec;
-        }
+    for (CollectiveRecord rec : t.p2p.all()) {
+      if (rec.getPeer() == owner && rec.getState() != CollectiveState.COMPLETED) {
+        return rec;
       }
     }
     return null;
@@ -77,12 +105,12 @@ final class JobIndex {
 
   /** Host of {@code rank}, "?" when unknown. */
   String host(int rank) {
-    RankIndex r = ranks.get(rank);
+    RankIndex r = rank(rank);
     return r == null ? "?" : r.evidence.host();
   }
 
   boolean isLost(int rank) {
-    RankIndex r = ranks.get(rank);
+    RankIndex r = rank(rank);
     return r != null && r.evidence.liveness() == Liveness.LOST;
   }
 }

@@ -74,7 +74,7 @@ final class MemberClassifier {
     for (Map.Entry<Integer, MemberState> e : n.states.entrySet()) {
       int rank = e.getKey();
       MemberState s = e.getValue();
-      RankIndex r = index.ranks.get(rank);
+      RankIndex r = index.rank(rank);
       if (s == MemberState.DONE) {
         continue;
       }

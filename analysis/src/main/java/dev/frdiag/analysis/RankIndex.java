@@ -4,11 +4,8 @@ import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 
 /** One rank's evidence indexed for lookups by (process group, seq). */
 final class RankIndex {
@@ -25,8 +22,8 @@ final class RankIndex {
 
   /** A rank's view of one process group. */
   static final class Track {
-    final TreeMap<Long, List<CollectiveRecord>> collectives = new TreeMap<>();
-    final TreeMap<Long, List<CollectiveRecord>> p2p = new TreeMap<>();
+    final RecordsBySeq collectives = new RecordsBySeq();
+    final RecordsBySeq p2p = new RecordsBySeq();
     long enqueued = -1;
     long started = -1;
     long completed = -1;
@@ -39,35 +36,40 @@ final class RankIndex {
     long oldestHeldP2p = Long.MAX_VALUE;
   }
 
-  RankIndex(RankEvidence evidence) {
+  /** Indexes {@code evidence}, taking each group's key object from {@code keys} where it holds one. */
+  RankIndex(RankEvidence evidence, Map<GroupKey, GroupKey> keys) {
     this.evidence = evidence;
+    // One lookup per record, not two (name to key, key to track): there are a million records at 16,384 ranks.
+    Map<String, Track> tracksByName = new HashMap<>();
     for (ProcessGroup g : evidence.groups()) {
       GroupKey key = GroupKey.of(g);
+      key = keys.getOrDefault(key, key);
       groupsByName.put(g.getName(), key);
-      tracks.put(key, new Track());
+      Track t = new Track();
+      tracks.put(key, t);
+      tracksByName.put(g.getName(), t);
     }
     boolean starts = false;
     CollectiveRecord oldest = null;
     CollectiveRecord last = null;
     for (CollectiveRecord r : evidence.records()) {
       last = r;
-      GroupKey key = groupsByName.get(r.getProcessGroup());
-      if (key == null) {
+      Track t = tracksByName.get(r.getProcessGroup());
+      if (t == null) {
         continue;
       }
-      Track t = tracks.get(key);
       if (r.getState() == CollectiveState.STARTED || r.getTimeStartedNs() > 0) {
         starts = true;
       }
       if (r.getIsP2P()) {
-        t.p2p.computeIfAbsent(r.getP2PSeq(), s -> new ArrayList<>(1)).add(r);
+        t.p2p.add(r.getP2PSeq(), r);
         t.p2pEnqueued = Math.max(t.p2pEnqueued, r.getP2PSeq());
         t.oldestHeldP2p = Math.min(t.oldestHeldP2p, r.getP2PSeq());
         if (r.getState() == CollectiveState.COMPLETED) {
           t.p2pCompleted = Math.max(t.p2pCompleted, r.getP2PSeq());
         }
       } else {
-        t.collectives.computeIfAbsent(r.getCollectiveSeq(), s -> new ArrayList<>(1)).add(r);
+        t.collectives.add(r.getCollectiveSeq(), r);
         t.enqueued = Math.max(t.enqueued, r.getCollectiveSeq());
         t.oldestHeld = Math.min(t.oldestHeld, r.getCollectiveSeq());
         if (r.getState() == CollectiveState.COMPLETED) {
@@ -81,6 +83,10 @@ final class RankIndex {
       } else if (oldest == null || isBefore(r, oldest)) {
         oldest = r;
       }
+    }
+    for (Track t : tracks.values()) {
+      t.collectives.seal();
+      t.p2p.seal();
     }
     for (ProcessGroupProgress p : evidence.progress()) {
       GroupKey key = groupsByName.get(p.getProcessGroup());

@@ -19,7 +19,7 @@ final class RankStates {
     Map<String, List<Integer>> byLabel = new TreeMap<>();
     Map<String, Diagnosis.RankGroup> shapes = new HashMap<>();
     for (int rank = 0; rank < index.job.worldSize(); rank++) {
-      RankIndex r = index.ranks.get(rank);
+      RankIndex r = index.rank(rank);
       Diagnosis.State state;
       String at = "";
       ProcessGroupProgress open = r == null ? null : outstanding(r);

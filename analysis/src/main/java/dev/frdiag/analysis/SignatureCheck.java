@@ -57,16 +57,20 @@ final class SignatureCheck {
       if (t == null) {
         continue;
       }
-      t.collectives.forEach((seq, recs) -> {
+      for (int i = 0; i < t.collectives.size(); i++) {
+        long seq = t.collectives.seq(i);
+        List<CollectiveRecord> recs = t.collectives.at(i);
         // The ring (or the daemon's window) drops one record at a time, oldest first, and a coalesced group's end
         // marker is recorded last: the oldest seq held may be a group's tail, down to the marker alone. A partial
         // group compared with a whole one would look like a program bug.
         if (seq == t.oldestHeld && (recs.size() > 1 || CollectiveMatch.isCoalescedEnd(recs.get(0)))) {
-          return;
+          continue;
         }
         bySeq.computeIfAbsent(seq, x -> new SeqRecords()).add(member, recs);
-      });
-      t.p2p.forEach((seq, recs) -> p2pBySeq.computeIfAbsent(seq, x -> new TreeMap<>()).put(member, recs));
+      }
+      for (int i = 0; i < t.p2p.size(); i++) {
+        p2pBySeq.computeIfAbsent(t.p2p.seq(i), x -> new TreeMap<>()).put(member, t.p2p.at(i));
+      }
     }
     Mismatch m = firstCollectiveMismatch(g, groupSize, bySeq);
     if (m == null && groupSize == 2) {
@@ -219,11 +223,11 @@ final class SignatureCheck {
     for (int rank : keys.keySet()) {
       RankIndex.Track t = index.track(rank, g);
       String ops = opsOf(t.collectives.get(seq));
-      Map.Entry<Long, List<CollectiveRecord>> prev = t.collectives.lowerEntry(seq);
-      while (prev != null && !opsOf(prev.getValue()).equals(ops)) {
-        prev = t.collectives.lowerEntry(prev.getKey());
+      int prev = t.collectives.indexBelow(seq);
+      while (prev >= 0 && !opsOf(t.collectives.at(prev)).equals(ops)) {
+        prev--;
       }
-      if (prev != null && !CollectiveMatch.key(prev.getValue()).equals(keys.get(rank))) {
+      if (prev >= 0 && !CollectiveMatch.key(t.collectives.at(prev)).equals(keys.get(rank))) {
         changed.add(rank);
       }
     }

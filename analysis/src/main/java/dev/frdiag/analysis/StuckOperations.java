@@ -112,7 +112,7 @@ final class StuckOperations {
       firstCollective = Math.min(firstCollective, firstOutstanding(t.collectives, t.enqueued, t.completed));
       long mine = firstOutstanding(t.p2p, t.p2pEnqueued, t.p2pCompleted);
       if (g.size() > 2) {
-        if (mine != Long.MAX_VALUE && t.p2p.containsKey(mine)) {
+        if (mine != Long.MAX_VALUE && t.p2p.contains(mine)) {
           pairOps.add(new long[] {member, mine});
         }
       } else {
@@ -133,15 +133,14 @@ final class StuckOperations {
     }
   }
 
-  private static long firstOutstanding(TreeMap<Long, List<CollectiveRecord>> bySeq, long enqueued,
-      long completed) {
-    for (Map.Entry<Long, List<CollectiveRecord>> e : bySeq.tailMap(completed, false).entrySet()) {
-      if (!allCompleted(e.getValue())) {
-        return e.getKey();
+  private static long firstOutstanding(RecordsBySeq bySeq, long enqueued, long completed) {
+    for (int i = bySeq.indexAbove(completed); i < bySeq.size(); i++) {
+      if (!allCompleted(bySeq.at(i))) {
+        return bySeq.seq(i);
       }
     }
     // Issued but no longer (or never) in the ring: progress alone says it is outstanding.
-    return enqueued > completed && !bySeq.containsKey(completed + 1) ? completed + 1 : Long.MAX_VALUE;
+    return enqueued > completed && !bySeq.contains(completed + 1) ? completed + 1 : Long.MAX_VALUE;
   }
 
   private static boolean allCompleted(List<CollectiveRecord> recs) {
@@ -163,7 +162,7 @@ final class StuckOperations {
 
   /** Where a pair operation's peer is: waiting or issued when it has the counterpart outstanding, else not issued. */
   private MemberState counterpartState(int rank, GroupKey g, int owner) {
-    RankIndex r = index.ranks.get(rank);
+    RankIndex r = index.rank(rank);
     if (r == null || r.evidence.isEmpty() && !r.evidence.answered()) {
       return MemberState.UNKNOWN;
     }
@@ -176,7 +175,7 @@ final class StuckOperations {
 
   /** Where {@code rank} is relative to operation (g, seq) by its own records and progress. */
   MemberState stateOf(int rank, GroupKey g, long seq, boolean p2p) {
-    RankIndex r = index.ranks.get(rank);
+    RankIndex r = index.rank(rank);
     if (r == null || r.evidence.isEmpty() && !r.evidence.answered()) {
       return MemberState.UNKNOWN;
     }
@@ -232,7 +231,7 @@ final class StuckOperations {
   /** Without records (watchdog lines only), the op a rank's timeout event names. */
   private String opFromEvents(StuckOp.Key k, Map<Integer, MemberState> states) {
     for (int rank : states.keySet()) {
-      RankIndex r = index.ranks.get(rank);
+      RankIndex r = index.rank(rank);
       if (r == null) {
         continue;
       }

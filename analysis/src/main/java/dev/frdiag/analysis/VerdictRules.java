@@ -301,7 +301,7 @@ final class VerdictRules {
   private List<Integer> silent() {
     List<Integer> silent = new ArrayList<>();
     for (int rank = 0; rank < index.job.worldSize(); rank++) {
-      RankIndex r = index.ranks.get(rank);
+      RankIndex r = index.rank(rank);
       if (r == null || !r.evidence.answered() && r.evidence.liveness() != Liveness.LOST) {
         silent.add(rank);
       }
@@ -358,7 +358,7 @@ final class VerdictRules {
   }
 
   private Culprit culprit(int rank, StuckOp primary, boolean withRecords) {
-    RankIndex r = index.ranks.get(rank);
+    RankIndex r = index.rank(rank);
     if (r == null) {
       return new Culprit(rank, "?", 0, -1, "", List.of());
     }

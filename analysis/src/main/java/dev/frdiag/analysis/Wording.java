@@ -97,7 +97,7 @@ final class Wording {
     Set<Integer> dead = new TreeSet<>(n.suspects(Cause.DEAD));
     dead.addAll(n.suspects(Cause.NO_EVIDENCE));
     for (int rank : dead) {
-      RankIndex r = index.ranks.get(rank);
+      RankIndex r = index.rank(rank);
       String why = r == null ? "sent no evidence at all"
           : r.evidence.liveness() == Liveness.LOST ? "its stream ended without a goodbye (process or host gone)"
           : r.evidence.liveness() == Liveness.UNRESPONSIVE ? "sent no snapshot: " + r.evidence.missingReason()
@@ -117,7 +117,7 @@ final class Wording {
     deviceSuspects.addAll(n.suspects(Cause.DEVICE_ERROR));
     List<Integer> gpu = issued.stream().filter(deviceSuspects::contains).toList();
     if (!gpu.isEmpty()) {
-      boolean starts = gpu.stream().allMatch(r -> index.ranks.get(r).recordsStarts);
+      boolean starts = gpu.stream().allMatch(r -> index.rank(r).recordsStarts);
       String device = gpu.size() == 1 ? "its device" : "their devices";
       out.add(new Evidence(starts ? Evidence.Kind.NOT_STARTED : Evidence.Kind.COMPLETION_LAG, gpu, capitalize(who(gpu))
           + " issued " + what + " but " + (starts ? device + " never started it" : "never completed it")
