@@ -135,7 +135,7 @@ public final class Job {
         if (r.window != null) {
           r.window.clear();
         }
-        r.frames.clear();
+        r.clearFrames();
         r.progress.clear();
         r.lastAdvanceNanos.clear();
         r.lastAdvanceSentNs.clear();
@@ -151,7 +151,7 @@ public final class Job {
       r.lastSeenMs = nowMs;
       r.droppedRecords = dropped;
       // Frame ids are scoped to one stream, and a new stream's window is current only once its heartbeat says so.
-      r.frames.clear();
+      r.clearFrames();
       r.recordsCurrent = false;
       addGroups(r, groups);
     }
@@ -218,7 +218,7 @@ public final class Job {
   @GuardedBy("lock")
   private void addGroups(RankState r, List<ProcessGroup> groups) {
     for (ProcessGroup g : groups) {
-      r.groups.put(g.getName(), sharedGroups.computeIfAbsent(g, x -> x));
+      r.putGroup(sharedGroups.computeIfAbsent(g, x -> x));
     }
   }
 
@@ -318,9 +318,7 @@ public final class Job {
         r.window.put(rec, rec.getTemplateId() != 0 ? templates.apply(rec.getTemplateId()) : interner.intern(rec));
       }
       for (InternedFrame f : frames) {
-        if (r.frames.size() < RankState.MAX_FRAMES) {
-          r.frames.put(f.getId(), interner.frame(f.getFrame()));
-        }
+        r.putFrame(f.getId(), interner.frame(f.getFrame()));
       }
     }
   }
@@ -475,6 +473,20 @@ public final class Job {
               noReplyReason))
           .toList();
       return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold, List.copyOf(contexts.values()));
+    }
+  }
+
+  /**
+   * Builds every rank's records from its window ahead of an incident that may come (DIAGNOSIS.md §3, "Evidence built
+   * ahead"): a hung rank's window no longer changes, so the incident's evidence finds them built. Returns how many
+   * ranks' windows were looked at.
+   */
+  public int prepareEvidence() {
+    synchronized (lock) {
+      // On every core, as evidence() does, and for the same reason: writers wait while this thread holds the lock.
+      List<RankState> withWindows = ranks.values().stream().filter(r -> r.window != null).toList();
+      withWindows.parallelStream().forEach(r -> r.window.prepare());
+      return withWindows.size();
     }
   }
 

@@ -26,10 +26,15 @@ final class RankState {
   static final int MAX_FRAMES = 65_536;
 
   RankIdentity identity;
+  /** Its groups by name; changed only through {@link #putGroup}. */
   final Map<String, ProcessGroup> groups = new LinkedHashMap<>();
   /** The newest records by record id, bounded by the job's window size; null until the rank sends one. */
   RankWindow window;
-  final Map<Integer, Frame> frames = new HashMap<>();
+  private final Map<Integer, Frame> frames = new HashMap<>();
+  // What the last analysis was given, kept until they change: a hung job's every incident reads the same ones, and
+  // copying 16,384 ranks' frames and groups for each took longer than building their records ahead.
+  private Map<Integer, Frame> framesCopy;
+  private List<ProcessGroup> groupsCopy;
   final Map<String, ProcessGroupProgress> progress = new LinkedHashMap<>();
   /** Daemon monotonic time at which each group's completed seq last advanced. */
   final Map<String, Long> lastAdvanceNanos = new HashMap<>();
@@ -62,6 +67,39 @@ final class RankState {
     return link != null && liveness == Liveness.ALIVE && !silent && recordsCurrent && latestSentNs >= sinceEpochNs;
   }
 
+  void putGroup(ProcessGroup g) {
+    groups.put(g.getName(), g);
+    groupsCopy = null;
+  }
+
+  /** Keeps a frame its stream named, up to {@link #MAX_FRAMES}. */
+  void putFrame(int id, Frame f) {
+    if (frames.size() < MAX_FRAMES) {
+      frames.put(id, f);
+      framesCopy = null;
+    }
+  }
+
+  /** Forgets the frames (their ids are scoped to one stream). */
+  void clearFrames() {
+    frames.clear();
+    framesCopy = null;
+  }
+
+  private Map<Integer, Frame> framesCopy() {
+    if (framesCopy == null) {
+      framesCopy = Map.copyOf(frames);
+    }
+    return framesCopy;
+  }
+
+  private List<ProcessGroup> groupsCopy() {
+    if (groupsCopy == null) {
+      groupsCopy = List.copyOf(groups.values());
+    }
+    return groupsCopy;
+  }
+
   /**
    * This rank as an analysis sees it: its snapshot {@code reply} when it answered, else its window, which counts as
    * an answer when it {@code standsIn} for the snapshot.
@@ -74,8 +112,8 @@ final class RankState {
         || reply == null && standsIn && liveness == Liveness.ALIVE;
     if (answered && reply != null && reply.getRecordsOnStream()) {
       // Every record of its ring came on its stream before the reply: the window is the snapshot.
-      records = window == null ? new ArrayList<>() : window.records();
-      snapshotFrames = new HashMap<>(frames);
+      records = window == null ? List.of() : window.records();
+      snapshotFrames = framesCopy();
       snapshotProgress = reply.getProgressList();
     } else if (answered && reply != null) {
       records = reply.getRecordsList();
@@ -85,8 +123,8 @@ final class RankState {
       }
       snapshotProgress = reply.getProgressList();
     } else {
-      records = window == null ? new ArrayList<>() : window.records();
-      snapshotFrames = new HashMap<>(frames);
+      records = window == null ? List.of() : window.records();
+      snapshotFrames = framesCopy();
       snapshotProgress = new ArrayList<>(progress.values());
     }
     String missing = answered ? "" : reply != null ? "dump failed: " + reply.getError()
@@ -96,7 +134,7 @@ final class RankState {
     Liveness seen = answered ? Liveness.ALIVE
         : reply != null ? Liveness.UNRESPONSIVE
         : silent ? Liveness.UNKNOWN : liveness;
-    return new RankEvidence(rank, identity, seen, answered, missing, new ArrayList<>(groups.values()), records,
+    return new RankEvidence(rank, identity, seen, answered, missing, groupsCopy(), records,
         snapshotProgress, new ArrayList<>(events), snapshotFrames);
   }
 }

@@ -11,7 +11,9 @@ import java.util.List;
  * times) in columns, and what it shares with the rank's other records of the same kind of op (group, op, tensors,
  * stack: a record holding only those, shared with the job through {@link RecordInterner}) by reference. A record
  * as parsed from the wire is an object graph of about a kilobyte; here it is some 100 bytes, written without
- * building anything, and records are built only when an incident asks for the window.
+ * building anything, and records are built only when an incident asks for the window (or the watchdog, as a group
+ * nears the stall timeout, asks ahead of it: {@link #prepare}). A record once built is kept until its slot changes,
+ * so a hung rank's window, which no longer changes, is built once however often it is read.
  *
  * <p>Slots are taken by record id modulo the capacity, so the window holds the records whose ids are among the
  * newest {@code capacity} ids the rank sent, as its own ring does; a re-sent record (its state moved on) replaces its
@@ -37,6 +39,10 @@ final class RankWindow {
   private int[] states;
   private byte[] flags;
   private CollectiveRecord[] shared;
+  /** The record of each slot as last built; null until built and once the slot changes. */
+  private CollectiveRecord[] built;
+  /** What {@link #records} last returned; null once any slot changes. */
+  private List<CollectiveRecord> lastRead;
   private long newestId = -1;
 
   RankWindow(int capacity) {
@@ -76,15 +82,20 @@ final class RankWindow {
     states[slot] = r.getStateValue();
     flags[slot] = (byte) ((r.getIsP2P() ? P2P : 0) | (r.getRetired() ? RETIRED : 0));
     this.shared[slot] = shared;
+    built[slot] = null;
+    lastRead = null;
     newestId = Math.max(newestId, id);
   }
 
-  /** The kept records, oldest first, built anew. */
+  /** The kept records, oldest first, unmodifiable: built where their slot changed since last read. */
   List<CollectiveRecord> records() {
-    List<CollectiveRecord> out = new ArrayList<>();
     if (recordIds == null) {
-      return out;
+      return List.of();
     }
+    if (lastRead != null) {
+      return lastRead;
+    }
+    List<CollectiveRecord> out = new ArrayList<>(capacity);
     long oldest = Math.max(0, newestId - capacity + 1);
     // Counted, not compared with newestId: ids run up to Long.MAX_VALUE.
     for (int i = 0; i <= newestId - oldest; i++) {
@@ -93,38 +104,53 @@ final class RankWindow {
       if (shared[slot] == null || recordIds[slot] != id) {
         continue;
       }
-      int state = states[slot];
-      CollectiveRecord.Builder b = shared[slot].toBuilder()
-          .setRecordId(id)
-          .setCollectiveSeq(collectiveSeqs[slot])
-          .setP2PSeq(p2pSeqs[slot])
-          .setOpId(opIds[slot])
-          .setIsP2P((flags[slot] & P2P) != 0)
-          .setRetired((flags[slot] & RETIRED) != 0)
-          .setPeer(peers[slot])
-          .setTimeCreatedNs(created[slot])
-          .setTimeStartedNs(started[slot])
-          .setTimeCompletedNs(completed[slot])
-          .setTimeoutMs(timeoutMs[slot])
-          .setCommsId(commsIds[slot])
-          .setDurationMs(durationMs[slot])
-          .setTemplateId(0);
-      CollectiveState known = CollectiveState.forNumber(state);
-      if (known != null) {
-        b.setState(known);
-      } else {
-        b.setStateValue(state);
+      if (built[slot] == null) {
+        built[slot] = build(slot);
       }
-      out.add(b.build());
+      out.add(built[slot]);
     }
-    return out;
+    lastRead = List.copyOf(out);
+    return lastRead;
+  }
+
+  /** Builds the records {@link #records} will return, ahead of the read. */
+  void prepare() {
+    records();
+  }
+
+  private CollectiveRecord build(int slot) {
+    CollectiveRecord.Builder b = shared[slot].toBuilder()
+        .setRecordId(recordIds[slot])
+        .setCollectiveSeq(collectiveSeqs[slot])
+        .setP2PSeq(p2pSeqs[slot])
+        .setOpId(opIds[slot])
+        .setIsP2P((flags[slot] & P2P) != 0)
+        .setRetired((flags[slot] & RETIRED) != 0)
+        .setPeer(peers[slot])
+        .setTimeCreatedNs(created[slot])
+        .setTimeStartedNs(started[slot])
+        .setTimeCompletedNs(completed[slot])
+        .setTimeoutMs(timeoutMs[slot])
+        .setCommsId(commsIds[slot])
+        .setDurationMs(durationMs[slot])
+        .setTemplateId(0);
+    int state = states[slot];
+    CollectiveState known = CollectiveState.forNumber(state);
+    if (known != null) {
+      b.setState(known);
+    } else {
+      b.setStateValue(state);
+    }
+    return b.build();
   }
 
   /** Forgets every record (a new process for the rank: its old ring is history). */
   void clear() {
     if (shared != null) {
       Arrays.fill(shared, null);
+      Arrays.fill(built, null);
     }
+    lastRead = null;
     newestId = -1;
   }
 
@@ -143,5 +169,6 @@ final class RankWindow {
     states = new int[capacity];
     flags = new byte[capacity];
     shared = new CollectiveRecord[capacity];
+    built = new CollectiveRecord[capacity];
   }
 }

@@ -26,6 +26,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -151,6 +152,23 @@ public final class Investigator {
       }
     });
     return mine;
+  }
+
+  /**
+   * Builds {@code job}'s records from its windows on the analysis thread, ahead of an incident that may come
+   * ({@link Job#prepareEvidence}).
+   */
+  public void prepareEvidence(Job job) {
+    try {
+      executor.execute(() -> {
+        long start = nanoTime.getAsLong();
+        int ranks = job.prepareEvidence();
+        log.info("job={} windows of {} ranks built ahead of a possible stall in {} ms", job.id(), ranks,
+            Duration.ofNanos(nanoTime.getAsLong() - start).toMillis());
+      });
+    } catch (RejectedExecutionException e) {
+      // Closing: no incident will need it.
+    }
   }
 
   /** Investigates {@code job} now; the future completes with the stored report. */

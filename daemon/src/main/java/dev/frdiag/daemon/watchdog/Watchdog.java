@@ -6,6 +6,7 @@ import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -28,6 +29,8 @@ public final class Watchdog implements AutoCloseable {
   private final ScheduledExecutorService scheduler;
   // Concurrent: the scheduler's passes and a caller's checkAll() may overlap.
   private final Map<String, Long> incidentOpenedAt = new ConcurrentHashMap<>();
+  /** Jobs whose evidence was built ahead in their current approach to the stall timeout. */
+  private final Set<String> preparedAhead = ConcurrentHashMap.newKeySet();
 
   /** How soon the watchdog looks again while a group nears the stall timeout. */
   static final Duration NEAR_STALL_CHECK = Duration.ofMillis(100);
@@ -69,12 +72,15 @@ public final class Watchdog implements AutoCloseable {
    * interval, or {@link #NEAR_STALL_CHECK} while some job's quietest group is within one interval of the stall
    * timeout, so that a stall is seen within a tenth of a second of the heartbeat that completes it rather than up
    * to a whole interval later (a pass at 16,384 ranks takes some 20 ms, and this happens only as a hang begins).
+   * Once per such approach, the job's evidence is built ahead on the analysis thread (DIAGNOSIS.md §3, "Evidence
+   * built ahead"), so that the incident, if it comes, does not wait for it.
    */
   Duration checkAll() {
     Duration interval = settings.checkInterval();
     Duration next = interval;
     for (String expired : registry.expireIdle(nanoTime.getAsLong())) {
       incidentOpenedAt.remove(expired);
+      preparedAhead.remove(expired);
       log.info("job {}: forgotten after {} with no rank connected (its reports stay in the store)", expired,
           settings.limits().jobIdleExpiry());
     }
@@ -84,6 +90,11 @@ public final class Watchdog implements AutoCloseable {
         long quiet = job.quietAtLastCheckNanos();
         if (quiet >= 0 && settings.stallTimeout().toNanos() - quiet <= interval.toNanos()) {
           next = NEAR_STALL_CHECK.compareTo(interval) < 0 ? NEAR_STALL_CHECK : interval;
+          if (preparedAhead.add(job.id())) {
+            investigator.prepareEvidence(job);
+          }
+        } else {
+          preparedAhead.remove(job.id());
         }
       } catch (RuntimeException e) {
         // One job's bad state must not stop the watchdog for the others.

@@ -14,6 +14,8 @@ import dev.frdiag.report.Report.Trigger;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 /** The watchdog's triggers, driven with an explicit clock. */
@@ -37,6 +39,12 @@ class JobTest {
   private static ProcessGroupProgress progress(long enqueued, long completed) {
     return ProcessGroupProgress.newBuilder().setProcessGroup("0").setLastEnqueuedSeq(enqueued)
         .setLastCompletedSeq(completed).setLastEnqueuedP2PSeq(-1).setLastCompletedP2PSeq(-1).build();
+  }
+
+  /** Records 0..n-1 of all_reduce seqs 0..n-1 on the world group, record i in {@code state.apply(i)}. */
+  private static List<CollectiveRecord> allReduces(int n, IntFunction<CollectiveState> state) {
+    return IntStream.range(0, n).mapToObj(i -> CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0")
+        .setOp("all_reduce").setCollectiveSeq(i).setTimeCreatedNs(1 + i).setState(state.apply(i)).build()).toList();
   }
 
   /** A heartbeat of both ranks at {@code seconds} on the daemon's clock, with these seqs on the world group. */
@@ -230,12 +238,7 @@ class JobTest {
   @Test
   void aSnapshotReplySayingItsRecordsAreOnTheStreamAnswersWithTheRanksWindow() {
     Job job = twoRanks();
-    List<CollectiveRecord> records = new java.util.ArrayList<>();
-    for (int i = 0; i < 5; i++) {
-      records.add(CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0").setOp("all_reduce")
-          .setCollectiveSeq(i).setTimeCreatedNs(1 + i)
-          .setState(i < 4 ? CollectiveState.COMPLETED : CollectiveState.SCHEDULED).build());
-    }
+    List<CollectiveRecord> records = allReduces(5, i -> i < 4 ? CollectiveState.COMPLETED : CollectiveState.SCHEDULED);
     job.records(0, "s0", records, id -> null, List.of(), 0, 1);
     DumpReply onStream = DumpReply.newBuilder().setRequestId(1).setRecordsOnStream(true)
         .addProgress(progress(4, 3)).build();
@@ -245,5 +248,21 @@ class JobTest {
     assertThat(rank0.records()).as("its window, which the stream brought up to the reply").isEqualTo(records);
     assertThat(rank0.progress()).as("the reply's own progress").containsExactly(progress(4, 3));
     assertThat(job.compact(onStream, id -> null)).as("nothing to share, taken as it is").isSameAs(onStream);
+  }
+
+  @Test
+  void evidenceBuiltAheadIsTheIncidentsEvidenceWhereTheWindowsDidNotChange() {
+    Job job = twoRanks();
+    List<CollectiveRecord> records = allReduces(3, i -> CollectiveState.STARTED);
+    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    assertThat(job.prepareEvidence()).as("rank 1 sent no records: no window").isEqualTo(1);
+    CollectiveRecord completed = records.get(2).toBuilder().setState(CollectiveState.COMPLETED).build();
+    job.records(0, "s0", List.of(completed), id -> null, List.of(), 0, 2);
+
+    List<CollectiveRecord> seen = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
+    assertThat(seen).containsExactly(records.get(0), records.get(1), completed);
+    List<CollectiveRecord> again = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
+    assertThat(again.get(0)).as("built once").isSameAs(seen.get(0));
+    assertThat(again.get(2)).isSameAs(seen.get(2));
   }
 }

@@ -78,4 +78,35 @@ class RankWindowTest {
     w.put(record(0, CollectiveState.COMPLETED), SHARED);
     assertThat(ids(w)).containsExactly(0L);
   }
+
+  @Test
+  void aRecordBuiltAheadIsReadAsBuiltUntilItsSlotChanges() {
+    RankWindow w = new RankWindow(4);
+    for (long id = 0; id < 4; id++) {
+      w.put(record(id, CollectiveState.STARTED), SHARED);
+    }
+    w.prepare();
+    List<CollectiveRecord> ahead = w.records();
+    w.put(record(2, CollectiveState.COMPLETED), SHARED);
+    List<CollectiveRecord> now = w.records();
+    assertThat(now).containsExactly(record(0, CollectiveState.STARTED), record(1, CollectiveState.STARTED),
+        record(2, CollectiveState.COMPLETED), record(3, CollectiveState.STARTED));
+    assertThat(now.get(0)).as("unchanged: the record built ahead").isSameAs(ahead.get(0));
+    assertThat(now.get(3)).isSameAs(ahead.get(3));
+    assertThat(now.get(2)).as("re-sent: built anew").isNotSameAs(ahead.get(2));
+    w.put(record(4, CollectiveState.SCHEDULED), SHARED);
+    assertThat(ids(w)).as("4 took 0's slot").containsExactly(1L, 2L, 3L, 4L);
+    assertThat(w.records().get(3)).isEqualTo(record(4, CollectiveState.SCHEDULED));
+  }
+
+  @Test
+  void aClearedWindowBuildsNothingItHeldBefore() {
+    RankWindow w = new RankWindow(4);
+    w.put(record(0, CollectiveState.STARTED), SHARED);
+    w.prepare();
+    w.clear();
+    assertThat(w.records()).isEmpty();
+    w.put(record(0, CollectiveState.COMPLETED), SHARED);
+    assertThat(w.records()).containsExactly(record(0, CollectiveState.COMPLETED));
+  }
 }

@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -46,6 +47,8 @@ class WatchdogTest {
   Path dataDir;
 
   private final AtomicLong nanos = new AtomicLong(ORIGIN);
+  /** Tasks run on the analysis thread: building evidence ahead, and investigations. */
+  private final AtomicInteger analysisTasks = new AtomicInteger();
   private final JobRegistry registry = new JobRegistry(64);
   private ScheduledExecutorService scheduler;
   private ReportStore store;
@@ -57,7 +60,10 @@ class WatchdogTest {
   void start() {
     scheduler = Executors.newSingleThreadScheduledExecutor();
     store = new ReportStore(dataDir);
-    investigator = new Investigator(store, Runnable::run, scheduler, () -> Instant.EPOCH.plusNanos(nanos.get()),
+    investigator = new Investigator(store, task -> {
+      analysisTasks.incrementAndGet();
+      task.run();
+    }, scheduler, () -> Instant.EPOCH.plusNanos(nanos.get()),
         nanos::get, STALL);
     DaemonSettings settings = DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL)
         .heartbeatTimeout(HEARTBEAT).lostGrace(GRACE).build();
@@ -149,6 +155,23 @@ class WatchdogTest {
     assertThat(triggers()).containsExactly("stall");
     assertThat(tick(STALL.plusSeconds(1), progress(5, 5))).as("progress again, nothing outstanding")
         .isEqualTo(interval);
+  }
+
+  @Test
+  void aJobsEvidenceIsBuiltAheadOnceEachTimeAGroupNearsTheStallTimeout() {
+    Duration interval = DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL).build().checkInterval();
+    ProcessGroupProgress stuck = progress(5, 4);
+    tick(Duration.ZERO, stuck);
+    tick(Duration.ofSeconds(20), stuck);
+    assertThat(analysisTasks).as("far from the timeout").hasValue(0);
+    tick(STALL.minus(interval), stuck);
+    tick(STALL.minusMillis(200), stuck);
+    tick(STALL.minusMillis(100), stuck);
+    assertThat(analysisTasks).as("once for the approach").hasValue(1);
+    tick(STALL.minusMillis(50), progress(6, 5));
+    tick(STALL.plus(STALL).minus(interval), progress(6, 5));
+    assertThat(analysisTasks).as("progress, then a second approach").hasValue(2);
+    assertThat(triggers()).isEmpty();
   }
 
   @Test
