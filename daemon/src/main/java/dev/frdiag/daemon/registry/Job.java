@@ -52,6 +52,12 @@ public final class Job {
   private boolean incidentOpen;
   @GuardedBy("lock")
   private Report.Trigger incidentTrigger;
+  /** The groups that had stalled when the open incident opened (a STALL's); empty for other triggers. */
+  @GuardedBy("lock")
+  private Set<Object> incidentGroups = Set.of();
+  /** The groups {@link #incidentTrigger} last found stalled. */
+  @GuardedBy("lock")
+  private Set<Object> stalledAtLastCheck = Set.of();
   @GuardedBy("lock")
   private long incidentReportedNanos;
   @GuardedBy("lock")
@@ -521,7 +527,11 @@ public final class Job {
         }
       }
       quietAtLastCheckNanos = StallCheck.longestQuietNanos(ranks.values(), nowNanos);
-      return quietAtLastCheckNanos >= stallTimeout.toNanos() ? Report.Trigger.STALL : null;
+      if (quietAtLastCheckNanos < stallTimeout.toNanos()) {
+        return null;
+      }
+      stalledAtLastCheck = StallCheck.stalledGroups(ranks.values(), nowNanos, stallTimeout.toNanos());
+      return Report.Trigger.STALL;
     }
   }
 
@@ -552,6 +562,7 @@ public final class Job {
       incidentOpen = true;
       quietAtLastCheckNanos = -1;
       incidentTrigger = trigger;
+      incidentGroups = trigger == Report.Trigger.STALL ? stalledAtLastCheck : Set.of();
       incidentReportedNanos = 0;
       for (RankState r : ranks.values()) {
         r.unhandledEvent = false;
@@ -618,15 +629,24 @@ public final class Job {
     }
   }
 
-  /** Closes the incident once every live group has advanced again (the job recovered). */
+  /**
+   * Closes the incident once the job recovered (DIAGNOSIS.md §3, "When an incident closes"): no rank is lost, and
+   * every group that had stalled when a stall opened it has advanced again since {@code sinceNanos} (for other
+   * triggers, any group has).
+   */
   public void closeIncidentIfRecovered(long sinceNanos) {
     synchronized (lock) {
       if (!incidentOpen) {
         return;
       }
       boolean anyLost = ranks.values().stream().anyMatch(r -> r.liveness == Liveness.LOST);
-      boolean advanced = ranks.values().stream().filter(r -> r.liveness == Liveness.ALIVE)
-          .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos));
+      // Not any group: at 16,384 ranks, a daemon behind its intake took in heartbeats sent before the hang, whose
+      // advances of groups the hang had not yet reached closed the incident, and the next pass opened another
+      // (five reports of one hang in 25 s).
+      boolean advanced = incidentGroups.isEmpty()
+          ? ranks.values().stream().filter(r -> r.liveness == Liveness.ALIVE)
+              .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos))
+          : incidentGroups.stream().allMatch(g -> StallCheck.advancedSince(ranks.values(), g, sinceNanos));
       if (!anyLost && advanced) {
         incidentOpen = false;
         quietAtLastCheckNanos = -1;

@@ -265,4 +265,36 @@ class JobTest {
     assertThat(again.get(0)).as("built once").isSameAs(seen.get(0));
     assertThat(again.get(2)).isSameAs(seen.get(2));
   }
+
+  @Test
+  void aStallIncidentClosesOnlyOnceTheGroupThatStalledAdvancesAgain() {
+    Job job = new Job("j", 2, 16, 0);
+    ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1)
+        .build();
+    ProcessGroup pair = world.toBuilder().setName("1").build();
+    for (int r = 0; r < 2; r++) {
+      job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
+          List.of(world, pair), request -> { }, "s" + r, 0, 0, 0);
+    }
+    java.util.function.BiConsumer<Long, Long> heartbeats = (pairCompleted, seconds) -> {
+      for (int r = 0; r < 2; r++) {
+        job.heartbeat(r, "s" + r, List.of(progress(5, 4), progress(4, 3).toBuilder().setProcessGroup("1")
+            .setLastEnqueuedSeq(pairCompleted).setLastCompletedSeq(pairCompleted).build()), 0, seconds * S, 0);
+      }
+    };
+    heartbeats.accept(3L, 0L);
+    heartbeats.accept(3L, 31L);
+    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    job.openIncident(Trigger.STALL);
+
+    heartbeats.accept(4L, 32L);
+    job.closeIncidentIfRecovered(31 * S);
+    assertThat(job.incidentOpen()).as("group 1 advanced (a heartbeat sent before the hang reached it, say); "
+        + "group 0, which stalled, did not").isTrue();
+    for (int r = 0; r < 2; r++) {
+      job.heartbeat(r, "s" + r, List.of(progress(6, 5)), 0, 33 * S, 0);
+    }
+    job.closeIncidentIfRecovered(31 * S);
+    assertThat(job.incidentOpen()).as("group 0 advanced").isFalse();
+  }
 }
