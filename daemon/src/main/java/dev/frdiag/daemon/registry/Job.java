@@ -642,7 +642,7 @@ public final class Job {
       boolean anyLost = ranks.values().stream().anyMatch(r -> r.liveness == Liveness.LOST);
       // Not any group: at 16,384 ranks, a daemon behind its intake took in heartbeats sent before the hang, whose
       // advances of groups the hang had not yet reached closed the incident, and the next pass opened another
-      // (five reports of one hang in 25 s).
+      // (five stall reports of one hang in 13 s).
       boolean advanced = incidentGroups.isEmpty()
           ? ranks.values().stream().filter(r -> r.liveness == Liveness.ALIVE)
               .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos))

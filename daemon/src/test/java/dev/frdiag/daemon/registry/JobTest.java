@@ -25,13 +25,19 @@ class JobTest {
   private static final Duration HEARTBEAT = Duration.ofSeconds(15);
   private static final Duration GRACE = Duration.ofSeconds(30);
 
+  private static final ProcessGroup WORLD = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1)
+      .setGlobalRankStride(1).build();
+
   private static Job twoRanks() {
+    return twoRanks(WORLD);
+  }
+
+  /** Ranks 0 and 1, each a member of {@code groups}. */
+  private static Job twoRanks(ProcessGroup... groups) {
     Job job = new Job("j", 2, 16, 0);
-    ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1)
-        .build();
     for (int r = 0; r < 2; r++) {
       job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
-          List.of(world), request -> { }, "s" + r, 0, 0, 0);
+          List.of(groups), request -> { }, "s" + r, 0, 0, 0);
     }
     return job;
   }
@@ -268,14 +274,7 @@ class JobTest {
 
   @Test
   void aStallIncidentClosesOnlyOnceTheGroupThatStalledAdvancesAgain() {
-    Job job = new Job("j", 2, 16, 0);
-    ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1)
-        .build();
-    ProcessGroup pair = world.toBuilder().setName("1").build();
-    for (int r = 0; r < 2; r++) {
-      job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
-          List.of(world, pair), request -> { }, "s" + r, 0, 0, 0);
-    }
+    Job job = twoRanks(WORLD, WORLD.toBuilder().setName("1").build());
     java.util.function.BiConsumer<Long, Long> heartbeats = (pairCompleted, seconds) -> {
       for (int r = 0; r < 2; r++) {
         job.heartbeat(r, "s" + r, List.of(progress(5, 4), progress(4, 3).toBuilder().setProcessGroup("1")
