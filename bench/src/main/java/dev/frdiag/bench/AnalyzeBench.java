@@ -69,6 +69,8 @@ public final class AnalyzeBench {
     }
     System.out.printf("java %s, %d cores, max heap %d MiB%n", System.getProperty("java.version"),
         Runtime.getRuntime().availableProcessors(), Runtime.getRuntime().maxMemory() >> 20);
+    // --dir names where the folders go: made when it does not exist yet.
+    Files.createDirectories(base);
     for (int ranks : sizes) {
       Path dir = Files.createTempDirectory(base, "analyze-bench-" + ranks + "-");
       try {
