@@ -162,9 +162,14 @@ public final class Investigator {
     try {
       executor.execute(() -> {
         long start = nanoTime.getAsLong();
-        int ranks = job.prepareEvidence();
-        log.info("job={} windows of {} ranks built ahead of a possible stall in {} ms", job.id(), ranks,
-            Duration.ofNanos(nanoTime.getAsLong() - start).toMillis());
+        try {
+          int ranks = job.prepareEvidence();
+          log.info("job={} windows of {} ranks built ahead of a possible stall in {} ms", job.id(), ranks,
+              Duration.ofNanos(nanoTime.getAsLong() - start).toMillis());
+        } catch (RuntimeException e) {
+          // Only time is lost: the incident, if it comes, builds what is missing.
+          log.error("job={} building records ahead failed", job.id(), e);
+        }
       });
     } catch (RejectedExecutionException e) {
       // Closing: no incident will need it.
