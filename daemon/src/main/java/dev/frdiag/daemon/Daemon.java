@@ -56,6 +56,8 @@ public final class Daemon implements AutoCloseable {
   private final Investigator investigator;
   private final Watchdog watchdog;
   private final ExecutorService analysisExecutor;
+  /** Runs the services' handlers for every message the transport takes in. */
+  private final ExecutorService intakeExecutor;
   private final Server server;
   private final DaemonMetrics metrics;
   private final HealthStatusManager health = new HealthStatusManager();
@@ -102,6 +104,13 @@ public final class Daemon implements AutoCloseable {
     this.tls = security.tls() && givenTransport == null
         ? new ServerTls(security.tlsCert(), security.tlsKey(), security.tlsClientCa(), scheduler) : null;
     ServerBuilder<?> transport = givenTransport != null ? givenTransport : netty(settings, tls);
+    // gRPC's default executor, a cached pool, ran each stream's waiting messages on a thread of its own, thousands at
+    // 16,384 ranks: the daemon took 1.05-1.12 cores while training, 0.39 with four threads (docs/PERFORMANCE.md).
+    // Handlers never wait for one another, so a bounded pool cannot deadlock; while a job's lock is held to build its
+    // evidence (some 0.3 s at 16,384 ranks), the threads that reach it wait and other messages queue behind them.
+    this.intakeExecutor = Executors.newFixedThreadPool(Math.max(4, 2 * Runtime.getRuntime().availableProcessors()),
+        daemonThreads("frdiag-intake"));
+    transport.executor(intakeExecutor);
     this.rules = security.accessFile() == null ? null : new AccessRules(security.accessFile());
     ServerInterceptor access = rules == null ? null : new AccessInterceptor(rules, metrics::accessDenied);
     if (rules == null && givenTransport == null) {
@@ -289,6 +298,7 @@ public final class Daemon implements AutoCloseable {
       server.shutdownNow();
       Thread.currentThread().interrupt();
     }
+    intakeExecutor.shutdownNow();
     analysisExecutor.shutdownNow();
     if (tls != null) {
       tls.close();
