@@ -105,7 +105,7 @@ public final class Daemon implements AutoCloseable {
         ? new ServerTls(security.tlsCert(), security.tlsKey(), security.tlsClientCa(), scheduler) : null;
     ServerBuilder<?> transport = givenTransport != null ? givenTransport : netty(settings, tls);
     // gRPC's default executor, a cached pool, ran each stream's waiting messages on a thread of its own, thousands at
-    // 16,384 ranks: the daemon took 1.05-1.12 cores while training, 0.39 with four threads (docs/PERFORMANCE.md).
+    // 16,384 ranks: the daemon took 1.05-1.12 cores while training, 0.39-0.47 with four threads (docs/PERFORMANCE.md).
     // Handlers never wait for one another, so a bounded pool cannot deadlock; while a job's lock is held to build its
     // evidence (some 0.3 s at 16,384 ranks), the threads that reach it wait and other messages queue behind them.
     this.intakeExecutor = Executors.newFixedThreadPool(Math.max(4, 2 * Runtime.getRuntime().availableProcessors()),
