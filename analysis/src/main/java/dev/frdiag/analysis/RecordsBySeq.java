@@ -84,10 +84,6 @@ final class RecordsBySeq {
     return seqs.length;
   }
 
-  boolean isEmpty() {
-    return seqs.length == 0;
-  }
-
   /** The {@code i}-th seq in ascending order. */
   long seq(int i) {
     return seqs[i];

@@ -13,19 +13,24 @@ class RecordsBySeqTest {
     return CollectiveRecord.newBuilder().setRecordId(recordId).setCollectiveSeq(seq).setOp(op).build();
   }
 
+  /** The records added in the order given, each under its own collective seq, then sealed. */
+  private static RecordsBySeq sealed(CollectiveRecord... records) {
+    RecordsBySeq bySeq = new RecordsBySeq();
+    for (CollectiveRecord r : records) {
+      bySeq.add(r.getCollectiveSeq(), r);
+    }
+    bySeq.seal();
+    return bySeq;
+  }
+
   private static List<String> ops(List<CollectiveRecord> records) {
     return records.stream().map(CollectiveRecord::getOp).toList();
   }
 
   @Test
   void aCoalescedGroupsRecordsShareTheirSeqInIssueOrderAndLookupsFindSeqsAroundGaps() {
-    RecordsBySeq bySeq = new RecordsBySeq();
-    bySeq.add(3, op(0, 3, "all_reduce"));
-    bySeq.add(4, op(1, 4, "allreduce"));
-    bySeq.add(4, op(2, 4, "allreduce"));
-    bySeq.add(4, op(3, 4, "coalesced"));
-    bySeq.add(7, op(4, 7, "broadcast"));
-    bySeq.seal();
+    RecordsBySeq bySeq = sealed(op(0, 3, "all_reduce"), op(1, 4, "allreduce"), op(2, 4, "allreduce"),
+        op(3, 4, "coalesced"), op(4, 7, "broadcast"));
 
     assertThat(bySeq.size()).isEqualTo(3);
     assertThat(ops(bySeq.get(4))).containsExactly("allreduce", "allreduce", "coalesced");
@@ -43,12 +48,8 @@ class RecordsBySeqTest {
 
   @Test
   void recordsOutOfSeqOrderAreSortedKeepingEachSeqsIssueOrder() {
-    RecordsBySeq bySeq = new RecordsBySeq();
-    bySeq.add(9, op(0, 9, "first of 9"));
-    bySeq.add(2, op(1, 2, "only 2"));
-    bySeq.add(9, op(2, 9, "second of 9"));
-    bySeq.add(5, op(3, 5, "only 5"));
-    bySeq.seal();
+    RecordsBySeq bySeq = sealed(op(0, 9, "first of 9"), op(1, 2, "only 2"), op(2, 9, "second of 9"),
+        op(3, 5, "only 5"));
 
     assertThat(List.of(bySeq.seq(0), bySeq.seq(1), bySeq.seq(2))).containsExactly(2L, 5L, 9L);
     assertThat(ops(bySeq.at(2))).containsExactly("first of 9", "second of 9");
@@ -57,9 +58,8 @@ class RecordsBySeqTest {
 
   @Test
   void nothingHeldFindsNothing() {
-    RecordsBySeq bySeq = new RecordsBySeq();
-    bySeq.seal();
-    assertThat(bySeq.isEmpty()).isTrue();
+    RecordsBySeq bySeq = sealed();
+    assertThat(bySeq.size()).isZero();
     assertThat(bySeq.get(0)).isNull();
     assertThat(bySeq.indexAbove(-1)).isZero();
     assertThat(bySeq.indexBelow(0)).isEqualTo(-1);

@@ -491,7 +491,8 @@ public final class Job {
     synchronized (lock) {
       // On every core, as evidence() does, and for the same reason: writers wait while this thread holds the lock.
       List<RankState> withWindows = ranks.values().stream().filter(r -> r.window != null).toList();
-      withWindows.parallelStream().forEach(r -> r.window.prepare());
+      // Read for what the read keeps: the records built, and the list the incident's read then returns as it is.
+      withWindows.parallelStream().forEach(r -> r.window.records());
       return withWindows.size();
     }
   }

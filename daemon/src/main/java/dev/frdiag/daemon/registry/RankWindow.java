@@ -12,7 +12,7 @@ import java.util.List;
  * stack: a record holding only those, shared with the job through {@link RecordInterner}) by reference. A record
  * as parsed from the wire is an object graph of about a kilobyte; here it is some 100 bytes, written without
  * building anything, and records are built only when an incident asks for the window (or the watchdog, as a group
- * nears the stall timeout, asks ahead of it: {@link #prepare}). A record once built is kept until its slot changes,
+ * nears the stall timeout, asks ahead of it). A record once built is kept until its slot changes,
  * so a hung rank's window, which no longer changes, is built once however often it is read.
  *
  * <p>Slots are taken by record id modulo the capacity, so the window holds the records whose ids are among the
@@ -111,11 +111,6 @@ final class RankWindow {
     }
     lastRead = List.copyOf(out);
     return lastRead;
-  }
-
-  /** Builds the records {@link #records} will return, ahead of the read. */
-  void prepare() {
-    records();
   }
 
   private CollectiveRecord build(int slot) {

@@ -21,16 +21,22 @@ class RankWindowTest {
         .build();
   }
 
+  /** A window of {@code capacity} holding records 0..count-1, each in {@code state}. */
+  private static RankWindow filled(int capacity, long count, CollectiveState state) {
+    RankWindow w = new RankWindow(capacity);
+    for (long id = 0; id < count; id++) {
+      w.put(record(id, state), SHARED);
+    }
+    return w;
+  }
+
   private static List<Long> ids(RankWindow w) {
     return w.records().stream().map(CollectiveRecord::getRecordId).toList();
   }
 
   @Test
   void recordsComeBackAsSentOldestFirst() {
-    RankWindow w = new RankWindow(8);
-    for (long id = 0; id < 5; id++) {
-      w.put(record(id, CollectiveState.COMPLETED), SHARED);
-    }
+    RankWindow w = filled(8, 5, CollectiveState.COMPLETED);
     assertThat(w.records()).containsExactly(record(0, CollectiveState.COMPLETED),
         record(1, CollectiveState.COMPLETED), record(2, CollectiveState.COMPLETED),
         record(3, CollectiveState.COMPLETED), record(4, CollectiveState.COMPLETED));
@@ -38,10 +44,7 @@ class RankWindowTest {
 
   @Test
   void aReSentRecordReplacesItsCopyAndOneOlderThanTheWindowIsIgnored() {
-    RankWindow w = new RankWindow(4);
-    for (long id = 0; id < 10; id++) {
-      w.put(record(id, CollectiveState.SCHEDULED), SHARED);
-    }
+    RankWindow w = filled(4, 10, CollectiveState.SCHEDULED);
     w.put(record(8, CollectiveState.COMPLETED), SHARED);
     w.put(record(3, CollectiveState.COMPLETED), SHARED);
     assertThat(ids(w)).as("the newest 4 ids").containsExactly(6L, 7L, 8L, 9L);
@@ -81,11 +84,7 @@ class RankWindowTest {
 
   @Test
   void aRecordBuiltAheadIsReadAsBuiltUntilItsSlotChanges() {
-    RankWindow w = new RankWindow(4);
-    for (long id = 0; id < 4; id++) {
-      w.put(record(id, CollectiveState.STARTED), SHARED);
-    }
-    w.prepare();
+    RankWindow w = filled(4, 4, CollectiveState.STARTED);
     List<CollectiveRecord> ahead = w.records();
     w.put(record(2, CollectiveState.COMPLETED), SHARED);
     List<CollectiveRecord> now = w.records();
@@ -103,7 +102,7 @@ class RankWindowTest {
   void aClearedWindowBuildsNothingItHeldBefore() {
     RankWindow w = new RankWindow(4);
     w.put(record(0, CollectiveState.STARTED), SHARED);
-    w.prepare();
+    w.records();
     w.clear();
     assertThat(w.records()).isEmpty();
     w.put(record(0, CollectiveState.COMPLETED), SHARED);
