@@ -24,10 +24,13 @@ import java.util.Objects;
  * @param events timeouts and errors the rank reported
  * @param frames the frames {@code records} refer to by id
  * @param source where the records and counters come from: the rank's own ring (live or dumped), or its log lines
+ * @param windowCurrentAtNs for a rank that did not answer: when, by its own clock (epoch ns), every record of its ring
+ *     was last known to have reached the daemon, so that what its window lacks was lacking then; 0 when never known
  */
 public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered,
     String missingReason, List<ProcessGroup> groups, List<CollectiveRecord> records,
-    List<ProcessGroupProgress> progress, List<RankEvent> events, Map<Integer, Frame> frames, Source source) {
+    List<ProcessGroupProgress> progress, List<RankEvent> events, Map<Integer, Frame> frames, Source source,
+    long windowCurrentAtNs) {
 
   /** Where a rank's evidence comes from, which bounds how sure a verdict resting on it can be. */
   public enum Source {
@@ -42,7 +45,14 @@ public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, b
       List<ProcessGroup> groups, List<CollectiveRecord> records, List<ProcessGroupProgress> progress,
       List<RankEvent> events, Map<Integer, Frame> frames) {
     this(rank, identity, liveness, answered, missingReason, groups, records, progress, events, frames,
-        Source.RECORDS);
+        Source.RECORDS, 0);
+  }
+
+  /** Evidence from {@code source}, with no window known current (a dump, log lines, or a rank that answered). */
+  public RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered, String missingReason,
+      List<ProcessGroup> groups, List<CollectiveRecord> records, List<ProcessGroupProgress> progress,
+      List<RankEvent> events, Map<Integer, Frame> frames, Source source) {
+    this(rank, identity, liveness, answered, missingReason, groups, records, progress, events, frames, source, 0);
   }
 
   public RankEvidence {

@@ -79,9 +79,36 @@ final class StuckOperations {
         }
       }
     }
+    for (Map.Entry<Integer, MemberState> e : states.entrySet()) {
+      if (e.getValue() == MemberState.ISSUED && windowBehind(e.getKey(), key, firstCreatedNs)) {
+        e.setValue(MemberState.UNKNOWN);
+      }
+    }
     StuckOp op = new StuckOp(key, states, sample, firstCreatedNs, ref(key, states, sample));
     ops.put(key, op);
     return op;
+  }
+
+  /**
+   * Whether {@code rank} is heard from but did not answer, and its window was not vouched for (its last word that every
+   * record had reached the daemon) at a time when its part of the op had already waited the stall threshold: then
+   * its window's "issued, not started" may lack a start or completion the daemon has not read yet (DIAGNOSIS.md §4).
+   */
+  private boolean windowBehind(int rank, StuckOp.Key key, long firstCreatedNs) {
+    RankIndex r = index.rank(rank);
+    if (r == null || r.evidence.answered() || r.evidence.liveness() != Liveness.ALIVE) {
+      return false;
+    }
+    long issued = Long.MAX_VALUE;
+    for (CollectiveRecord rec : recordsIn(key, rank)) {
+      if (rec.getState() != CollectiveState.COMPLETED && rec.getTimeCreatedNs() > 0) {
+        issued = Math.min(issued, rec.getTimeCreatedNs());
+      }
+    }
+    issued = issued == Long.MAX_VALUE ? firstCreatedNs : issued;
+    long currentAt = r.evidence.windowCurrentAtNs();
+    return currentAt <= 0 || issued <= 0 || issued == Long.MAX_VALUE
+        || currentAt - issued < index.job.stallThreshold().toNanos();
   }
 
   /** The records {@code rank} holds for {@code op}: for a pair operation's peer, its counterpart op. */

@@ -463,6 +463,40 @@ class HangAnalyzerTest {
     assertThat(d.symptom()).isEqualTo(Symptom.GPU_STALL);
     assertThat(d.culpritRanks()).containsExactly(1);
   }
+  /**
+   * Rank 3 answered no snapshot; its window shows its tp1 gather issued and not started while rank 2's device runs
+   * it, and rank 3 last said every record had reached the daemon {@code windowCurrentAfter} the gather was issued.
+   */
+  private static Diagnosis unansweredWindowNotStarted(Duration windowCurrentAfter) {
+    Snapshots s = healthySteps(job(), 2);
+    s.only("tp1", "_all_gather_base", STARTED, 2).only("tp1", "_all_gather_base", SCHEDULED, 3);
+    JobEvidence base = s.liveAfter(Duration.ofSeconds(5));
+    List<RankEvidence> ranks = new ArrayList<>();
+    for (RankEvidence r : base.ranks()) {
+      long issued = r.records().isEmpty() ? 0 : r.records().get(r.records().size() - 1).getTimeCreatedNs();
+      ranks.add(r.rank() != 3 ? r : new RankEvidence(3, r.identity(), Liveness.ALIVE, false, "no reply in time",
+          r.groups(), r.records(), r.progress(), r.events(), r.frames(), RankEvidence.Source.RECORDS, issued + windowCurrentAfter.toNanos()));
+    }
+    return HangAnalyzer.analyze(new JobEvidence("t", 8, ranks, base.observedAtNs(), base.stallThreshold()));
+  }
+
+  @Test
+  void anUnansweredRanksWindowShowsAGpuStallOnlyIfItWasCurrentOnceTheOpHadWaitedTheStallThreshold() {
+    // Threshold 1 s: current 2 s after the issue, the window's "not started" held for a stalled op.
+    Diagnosis vouched = unansweredWindowNotStarted(Duration.ofSeconds(2));
+    assertThat(vouched.symptom()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(vouched.culpritRanks()).containsExactly(3);
+
+    // Current only 0.5 s after the issue (a daemon behind its intake), the start may be there, unread.
+    Diagnosis behind = unansweredWindowNotStarted(Duration.ofMillis(500));
+    assertThat(behind.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(behind.culpritRanks()).isEmpty();
+    assertThat(behind.evidence()).anySatisfy(e -> {
+      assertThat(e.kind()).isEqualTo(Evidence.Kind.NO_SNAPSHOT);
+      assertThat(e.ranks()).containsExactly(3);
+    });
+  }
+
   @Test
   void aProgressCounterPastTheSeqOutranksAnOlderStartedCopyOfTheRecord() {
     Snapshots s = healthySteps(job(), 2);

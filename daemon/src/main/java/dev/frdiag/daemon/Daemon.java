@@ -16,6 +16,7 @@ import dev.frdiag.daemon.watchdog.Watchdog;
 import dev.frdiag.daemon.web.WebServer;
 import dev.frdiag.daemon.wire.CollectorService;
 import dev.frdiag.daemon.wire.DiagnosisService;
+import dev.frdiag.daemon.wire.IntakeExecutor;
 import dev.frdiag.proto.v1.CollectorConfig;
 import io.grpc.Server;
 import io.grpc.ServerInterceptor;
@@ -57,7 +58,7 @@ public final class Daemon implements AutoCloseable {
   private final Watchdog watchdog;
   private final ExecutorService analysisExecutor;
   /** Runs the services' handlers for every message the transport takes in. */
-  private final ExecutorService intakeExecutor;
+  private final IntakeExecutor intakeExecutor;
   private final Server server;
   private final DaemonMetrics metrics;
   private final HealthStatusManager health = new HealthStatusManager();
@@ -108,8 +109,11 @@ public final class Daemon implements AutoCloseable {
     // 16,384 ranks: the daemon took 1.05-1.12 cores while training, 0.39-0.47 with four threads (docs/PERFORMANCE.md).
     // Handlers never wait for one another, so a bounded pool cannot deadlock; while a job's lock is held to build its
     // evidence (some 0.3 s at 16,384 ranks), the threads that reach it wait and other messages queue behind them.
-    this.intakeExecutor = Executors.newFixedThreadPool(Math.max(4, 2 * Runtime.getRuntime().availableProcessors()),
-        daemonThreads("frdiag-intake"));
+    // The pool also measures how far behind it is, so that a daemon short of CPU does not take ranks whose messages
+    // it has not read for silent ones (DIAGNOSIS.md §3, "A daemon behind its intake").
+    this.intakeExecutor = new IntakeExecutor(Math.max(4, 2 * Runtime.getRuntime().availableProcessors()),
+        daemonThreads("frdiag-intake"), System::nanoTime);
+    metrics.watchIntake(intakeExecutor::lagNanos);
     transport.executor(intakeExecutor);
     this.rules = security.accessFile() == null ? null : new AccessRules(security.accessFile());
     ServerInterceptor access = rules == null ? null : new AccessInterceptor(rules, metrics::accessDenied);
@@ -118,7 +122,8 @@ public final class Daemon implements AutoCloseable {
     }
     this.investigator = new Investigator(store, analysisExecutor, scheduler, Instant::now, System::nanoTime,
         settings.stallTimeout(), settings.limits(), metrics, settings.heartbeatInterval());
-    this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, scheduler);
+    this.watchdog = new Watchdog(registry, investigator, settings, System::nanoTime, intakeExecutor::lagNanos,
+        scheduler);
     this.alerts = settings.alerts().isEmpty() ? null
         : new AlertDispatcher(settings.alerts(), ALERT_BACKOFF, metrics::alertFailed);
     if (alerts != null) {

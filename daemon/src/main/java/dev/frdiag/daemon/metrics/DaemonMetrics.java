@@ -13,6 +13,7 @@ import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.function.LongSupplier;
 
 /**
  * What an operator graphs and alerts on, named after Prometheus conventions. Each daemon has its own registry, so
@@ -78,6 +79,13 @@ public final class DaemonMetrics {
         .help("1 when the data dir takes writes, 0 while it refuses them").callback(cb ->
             cb.call(store.healthy() ? 1 : 0)).register(registry);
     JvmMetrics.builder().register(registry);
+  }
+
+  /** Serves how long the oldest message the daemon has not read yet has waited, as {@code lagNanos} says. */
+  public void watchIntake(LongSupplier lagNanos) {
+    GaugeWithCallback.builder().name("frdiag_intake_lag_seconds").help("How long the oldest message the daemon has "
+        + "not read yet has waited for a thread; above the heartbeat interval, ranks' silence is judged as of then")
+        .unit(null).callback(cb -> cb.call(lagNanos.getAsLong() / 1e9)).register(registry);
   }
 
   /** The registry a {@link MetricsServer} serves. */

@@ -159,6 +159,7 @@ public final class Job {
       // Frame ids are scoped to one stream, and a new stream's window is current only once its heartbeat says so.
       r.clearFrames();
       r.recordsCurrent = false;
+      r.windowCurrentAtNs = 0;
       addGroups(r, groups);
     }
   }
@@ -278,6 +279,9 @@ public final class Job {
       r.lastSeenMs = nowMs;
       r.latestSentNs = Math.max(0, sentAtNs);
       r.recordsCurrent = recordsCurrent && sentAtNs > 0;
+      if (r.recordsCurrent) {
+        r.windowCurrentAtNs = Math.max(r.windowCurrentAtNs, sentAtNs);
+      }
       r.droppedRecords = Math.max(r.droppedRecords, dropped);
       for (ProcessGroupProgress p : progress) {
         if (!r.groups.containsKey(p.getProcessGroup())) {
@@ -504,13 +508,24 @@ public final class Job {
    */
   public Report.Trigger incidentTrigger(long nowNanos, Duration stallTimeout, Duration heartbeatTimeout,
       Duration lostGrace) {
+    return incidentTrigger(nowNanos, 0, stallTimeout, heartbeatTimeout, lostGrace);
+  }
+
+  /**
+   * As above, for a daemon whose intake is {@code intakeLagNanos} behind: a rank counts as silent only when it was
+   * silent for the heartbeat timeout before {@code nowNanos - intakeLagNanos}, the moment up to which the daemon has
+   * read every message (DIAGNOSIS.md §3, "A daemon behind its intake").
+   */
+  public Report.Trigger incidentTrigger(long nowNanos, long intakeLagNanos, Duration stallTimeout,
+      Duration heartbeatTimeout, Duration lostGrace) {
+    long readUntil = nowNanos - Math.max(0, intakeLagNanos);
     synchronized (lock) {
       if (incidentOpen) {
         return null;
       }
       for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
         RankState r = e.getValue();
-        if (r.liveness == Liveness.ALIVE && nowNanos - r.lastSeenNanos > heartbeatTimeout.toNanos()) {
+        if (r.liveness == Liveness.ALIVE && readUntil - r.lastSeenNanos > heartbeatTimeout.toNanos()) {
           r.liveness = Liveness.LOST;
           r.silent = true;
           r.lostAtNanos = nowNanos;

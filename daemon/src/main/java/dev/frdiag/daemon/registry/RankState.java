@@ -44,6 +44,11 @@ final class RankState {
   long latestSentNs;
   /** Its newest heartbeat said every record of its ring reached the daemon before it (at latestSentNs). */
   boolean recordsCurrent;
+  /**
+   * Send time of its newest heartbeat on this stream that said every record had reached the daemon (0 when none):
+   * the window's records are at least as new as they were then, even while later ones are still on their way.
+   */
+  long windowCurrentAtNs;
   final ArrayDeque<RankEvent> events = new ArrayDeque<>();
   Liveness liveness = Liveness.ALIVE;
   RankLink link;
@@ -135,6 +140,7 @@ final class RankState {
         : reply != null ? Liveness.UNRESPONSIVE
         : silent ? Liveness.UNKNOWN : liveness;
     return new RankEvidence(rank, identity, seen, answered, missing, groupsCopy(), records,
-        snapshotProgress, new ArrayList<>(events), snapshotFrames);
+        snapshotProgress, new ArrayList<>(events), snapshotFrames, RankEvidence.Source.RECORDS,
+        windowCurrentAtNs);
   }
 }

@@ -26,17 +26,31 @@ public final class Watchdog implements AutoCloseable {
   private final Investigator investigator;
   private final DaemonSettings settings;
   private final LongSupplier nanoTime;
+  private final LongSupplier intakeLagNanos;
   private final ScheduledExecutorService scheduler;
   // Concurrent: the scheduler's passes and a caller's checkAll() may overlap.
   private final Map<String, Long> incidentOpenedAt = new ConcurrentHashMap<>();
   /** Jobs whose evidence was built ahead in their current approach to the stall timeout. */
   private final Set<String> preparedAhead = ConcurrentHashMap.newKeySet();
+  /** Whether the last pass found the intake behind by more than a heartbeat interval (said once per spell). */
+  private volatile boolean intakeBehind;
 
   /** How soon the watchdog looks again while a group nears the stall timeout. */
   static final Duration NEAR_STALL_CHECK = Duration.ofMillis(100);
 
+  /** A watchdog for a daemon whose intake is never behind (see the full constructor). */
   public Watchdog(JobRegistry registry, Investigator investigator, DaemonSettings settings, LongSupplier nanoTime,
       ScheduledExecutorService scheduler) {
+    this(registry, investigator, settings, nanoTime, () -> 0, scheduler);
+  }
+
+  /**
+   * @param intakeLagNanos how long the messages the daemon has not read yet have waited (the transport's
+   *     {@code IntakeExecutor}): silence is judged only up to the moment the daemon has read everything before
+   */
+  public Watchdog(JobRegistry registry, Investigator investigator, DaemonSettings settings, LongSupplier nanoTime,
+      LongSupplier intakeLagNanos, ScheduledExecutorService scheduler) {
+    this.intakeLagNanos = intakeLagNanos;
     this.registry = registry;
     this.investigator = investigator;
     this.settings = settings;
@@ -78,6 +92,7 @@ public final class Watchdog implements AutoCloseable {
   Duration checkAll() {
     Duration interval = settings.checkInterval();
     Duration next = interval;
+    long lag = intakeLag();
     for (String expired : registry.expireIdle(nanoTime.getAsLong())) {
       incidentOpenedAt.remove(expired);
       preparedAhead.remove(expired);
@@ -86,7 +101,7 @@ public final class Watchdog implements AutoCloseable {
     }
     for (Job job : registry.all()) {
       try {
-        check(job);
+        check(job, lag);
         long quiet = job.quietAtLastCheckNanos();
         if (quiet >= 0 && settings.stallTimeout().toNanos() - quiet <= interval.toNanos()) {
           next = NEAR_STALL_CHECK.compareTo(interval) < 0 ? NEAR_STALL_CHECK : interval;
@@ -104,7 +119,23 @@ public final class Watchdog implements AutoCloseable {
     return next;
   }
 
-  private void check(Job job) {
+  /** The intake's lag now, said in the log when it passes a heartbeat interval and when it is back under it. */
+  private long intakeLag() {
+    long lag = intakeLagNanos.getAsLong();
+    boolean behind = lag > settings.heartbeatInterval().toNanos();
+    if (behind != intakeBehind) {
+      intakeBehind = behind;
+      if (behind) {
+        log.warn("the daemon's intake is {} ms behind: ranks' messages wait that long to be read, and a rank's "
+            + "silence is judged only up to then (the daemon is short of CPU or threads)", lag / 1_000_000);
+      } else {
+        log.info("the daemon's intake has caught up ({} ms behind)", lag / 1_000_000);
+      }
+    }
+    return lag;
+  }
+
+  private void check(Job job, long intakeLag) {
     long now = nanoTime.getAsLong();
     Long openedAt = incidentOpenedAt.get(job.id());
     if (openedAt != null) {
@@ -117,8 +148,8 @@ public final class Watchdog implements AutoCloseable {
       }
       return;
     }
-    Report.Trigger trigger = job.incidentTrigger(now, settings.stallTimeout(), settings.heartbeatTimeout(),
-        settings.lostGrace());
+    Report.Trigger trigger = job.incidentTrigger(now, intakeLag, settings.stallTimeout(),
+        settings.heartbeatTimeout(), settings.lostGrace());
     if (trigger == null) {
       return;
     }

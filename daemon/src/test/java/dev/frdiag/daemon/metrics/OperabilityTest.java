@@ -160,6 +160,7 @@ class OperabilityTest {
     assertThat(m.keySet()).anySatisfy(k -> assertThat(k).startsWith("frdiag_reports_total{symptom=")
         .contains("verdict=\"INSUFFICIENT_EVIDENCE\""));
     assertThat(m.keySet()).anySatisfy(k -> assertThat(k).startsWith("jvm_memory_used_bytes"));
+    assertThat(m).as("the transport's pool, measured").containsKey("frdiag_intake_lag_seconds");
     // The refused stream is closed; the rank's own is still open.
     org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).untilAsserted(() ->
         assertThat(scrape()).containsEntry("frdiag_streams{kind=\"rank\"}", 1.0));

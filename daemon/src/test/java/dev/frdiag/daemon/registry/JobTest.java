@@ -178,6 +178,23 @@ class JobTest {
   }
 
   @Test
+  void anUnansweredRanksWindowIsVouchedForAsOfItsNewestHeartbeatThatSaidEveryRecordHadArrived() {
+    Job job = twoRanks();
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 70 * S, true, 1 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 70 * S, true, 1 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 71 * S, false, 2 * S, 0);
+    var ranks = job.evidence(Map.of(), 0, STALL, "not asked").ranks();
+    assertThat(ranks.get(0).windowCurrentAtNs()).isEqualTo(70 * S);
+    assertThat(ranks.get(1).windowCurrentAtNs()).as("its newest went out while records were written").isEqualTo(70 * S);
+
+    job.lost(1, "s1", 3 * S);
+    job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2).setPid(1).build(),
+        List.of(WORLD), request -> { }, "s1-again", 0, 4 * S, 0);
+    assertThat(job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(1).windowCurrentAtNs())
+        .as("a new stream vouches for nothing until its own heartbeat does").isZero();
+  }
+
+  @Test
   void progressOfAGroupTheRankNeverAnnouncedIsNotKept() {
     Job job = twoRanks();
     job.heartbeat(0, "s0", List.of(progress(5, 4), ProcessGroupProgress.newBuilder().setProcessGroup("ghost")

@@ -47,6 +47,8 @@ class WatchdogTest {
   Path dataDir;
 
   private final AtomicLong nanos = new AtomicLong(ORIGIN);
+  /** How long the messages the daemon has not read yet have waited, as its transport's pool would say. */
+  private final AtomicLong intakeLag = new AtomicLong();
   /** Tasks run on the analysis thread: building evidence ahead, and investigations. */
   private final AtomicInteger analysisTasks = new AtomicInteger();
   private final JobRegistry registry = new JobRegistry(64);
@@ -67,7 +69,7 @@ class WatchdogTest {
         nanos::get, STALL);
     DaemonSettings settings = DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL)
         .heartbeatTimeout(HEARTBEAT).lostGrace(GRACE).build();
-    watchdog = new Watchdog(registry, investigator, settings, nanos::get, scheduler);
+    watchdog = new Watchdog(registry, investigator, settings, nanos::get, intakeLag::get, scheduler);
     job = registry.getOrCreate("job", 2, 0);
     for (int rank = 0; rank < 2; rank++) {
       int r = rank;
@@ -267,6 +269,27 @@ class WatchdogTest {
     assertThat(triggers()).isEmpty();
 
     tick(noticed.plus(GRACE), null, 1);
+    assertThat(triggers()).containsExactly("heartbeat_lost");
+  }
+
+  @Test
+  void aDaemonBehindItsIntakeJudgesSilenceOnlyUpToTheMessagesItHasRead() {
+    tick(Duration.ZERO, null);
+    // Rank 1's heartbeats wait in the daemon's queue: it has read nothing that arrived in the last 20 s.
+    intakeLag.set(Duration.ofSeconds(20).toNanos());
+    for (Duration t = Duration.ofSeconds(1); t.compareTo(HEARTBEAT.plus(GRACE).plusSeconds(5)) <= 0;
+        t = t.plusSeconds(1)) {
+      tick(t, null, 1);
+    }
+    assertThat(job.summary().getRanksLost()).as("silent only by the daemon's clock").isZero();
+    assertThat(triggers()).isEmpty();
+
+    // Caught up, and still nothing from rank 1: now its silence is a fact.
+    intakeLag.set(0);
+    Duration caughtUp = HEARTBEAT.plus(GRACE).plusSeconds(6);
+    tick(caughtUp, null, 1);
+    assertThat(job.summary().getRanksLost()).isEqualTo(1);
+    tick(caughtUp.plus(GRACE), null, 1);
     assertThat(triggers()).containsExactly("heartbeat_lost");
   }
 
