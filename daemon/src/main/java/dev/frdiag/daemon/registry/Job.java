@@ -438,13 +438,16 @@ public final class Job {
     return current;
   }
 
-  /** Asks every connected rank for a snapshot; returns the ranks asked, each with the session it was asked on. */
-  public Map<Integer, String> requestDumps(DumpRequest request) {
+  /**
+   * Asks every connected rank but those of {@code notAsked} for a snapshot; returns the ranks asked, each with the
+   * session it was asked on.
+   */
+  public Map<Integer, String> requestDumps(DumpRequest request, Set<Integer> notAsked) {
     List<RankLink> links = new ArrayList<>();
     Map<Integer, String> asked = new TreeMap<>();
     synchronized (lock) {
       for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        if (e.getValue().link != null) {
+        if (e.getValue().link != null && !notAsked.contains(e.getKey())) {
           links.add(e.getValue().link);
           asked.put(e.getKey(), e.getValue().session);
         }

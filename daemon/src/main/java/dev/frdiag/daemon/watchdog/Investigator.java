@@ -18,7 +18,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -38,9 +37,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs one investigation: asks every rank of a job for a fresh snapshot, waits until all answered or the
- * deadline passed (a rank that did not answer is evidence, not an error), analyses, stores the report and
- * hands it to the sinks.
+ * Runs one investigation: asks every rank of a job whose window cannot stand for one for a fresh snapshot, waits
+ * until all answered or the deadline passed (a rank that did not answer is evidence, not an error), analyses, stores
+ * the report and hands it to the sinks.
  */
 public final class Investigator {
   private static final Logger log = LoggerFactory.getLogger(Investigator.class);
@@ -66,11 +65,6 @@ public final class Investigator {
   static final Duration QUORUM_CHECK = Duration.ofMillis(50);
   /** How long replies must have stopped before a quorum is taken as final. */
   static final Duration QUORUM_QUIET = Duration.ofMillis(300);
-  /**
-   * How long a gather waits for the snapshots of ranks whose windows could stand for them: a small job's ranks
-   * answer well within it, and a snapshot is the fresher evidence; 16,384 ranks take seconds to.
-   */
-  static final Duration STAND_IN_GRACE = Duration.ofMillis(500);
 
   public Investigator(ReportStore store, Executor executor, ScheduledExecutorService scheduler,
       Supplier<Instant> clock, LongSupplier nanoTime, Duration stallThreshold) {
@@ -188,14 +182,17 @@ public final class Investigator {
     long id = requestIds.incrementAndGet();
     Gather gather = new Gather(job.id(), nanoTime);
     pending.put(id, gather);
+    // Ranks whose windows are as current as a snapshot are not asked for one (DIAGNOSIS.md §3, "Windows that stand
+    // for snapshots"): at 16,384 ranks their replies took 0.6-1 s to gather.
     Set<Integer> standIns = job.currentWindows(epochNanos(start) - standInAge.toNanos());
     Map<Integer, String> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
         .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window())
-        .setRecordsOnStreamOk(true).build());
+        .setRecordsOnStreamOk(true).build(), standIns);
     timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
-        + " connected ranks (deadline " + deadline.toMillis() + " ms)"));
-    standIns.retainAll(asked.keySet());
-    gather.expect(asked, standIns);
+        + " connected ranks (deadline " + deadline.toMillis() + " ms)" + (standIns.isEmpty() ? ""
+            : "; the windows of " + standIns.size() + " other ranks stand for theirs (every record had reached the"
+                + " daemon at most " + standInAge.toMillis() + " ms before the request)")));
+    gather.expect(asked);
     // Stragglers: once nearly every rank answered and the replies stopped coming, waiting out the deadline for the
     // last few only delays the answer; their stored windows stand in for them and the report says so.
     ScheduledFuture<?> quorum = scheduler.scheduleWithFixedDelay(gather::checkQuorum, QUORUM_CHECK.toMillis(),
@@ -214,16 +211,11 @@ public final class Investigator {
         .thenComposeAsync(ignored -> {
           pending.remove(id);
           Map<Integer, DumpReply> replies = gather.snapshot();
-          Set<Integer> stoodIn = new HashSet<>(standIns);
-          stoodIn.removeAll(replies.keySet());
-          metrics.snapshotsMissed(asked.size() - replies.size() - stoodIn.size());
+          metrics.snapshotsMissed(asked.size() - replies.size());
           Instant gathered = clock.get();
           timeline.add(new Report.TimelineEntry(gathered.toString(), replies.size() + " of " + asked.size()
-              + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"
-              + (stoodIn.isEmpty() ? "" : "; the windows of " + stoodIn.size() + " other ranks stand for theirs"
-                  + " (every record had reached the daemon at most " + standInAge.toMillis()
-                  + " ms before the request)")));
-          JobEvidence evidence = job.evidence(replies, stoodIn, epochNanos(gathered), stallThreshold,
+              + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"));
+          JobEvidence evidence = job.evidence(replies, standIns, epochNanos(gathered), stallThreshold,
               "no snapshot within " + deadline.toMillis() + " ms");
           Instant built = clock.get();
           Diagnosis diagnosis = HangAnalyzer.analyze(evidence);
@@ -301,20 +293,14 @@ public final class Investigator {
     private final Map<Integer, String> early = new HashMap<>();
     @GuardedBy("this")
     private long lastReplyNanos;
-    /** Asked ranks whose windows may stand for their snapshots once the grace is over. */
-    @GuardedBy("this")
-    private Set<Integer> standIns = Set.of();
-    private final long startedNanos;
 
     Gather(String jobId, LongSupplier nanoTime) {
       this.jobId = jobId;
       this.nanoTime = nanoTime;
-      this.startedNanos = nanoTime.getAsLong();
     }
 
-    synchronized void expect(Map<Integer, String> ranks, Set<Integer> standIns) {
+    synchronized void expect(Map<Integer, String> ranks) {
       expected.putAll(ranks);
-      this.standIns = Set.copyOf(standIns);
       expectedKnown = true;
       checkDone();
     }
@@ -337,11 +323,6 @@ public final class Investigator {
      * none: a small job waits for every answer (or the deadline), since one rank is a large part of its evidence.
      */
     synchronized void checkQuorum() {
-      if (expectedKnown && nanoTime.getAsLong() - startedNanos >= STAND_IN_GRACE.toNanos()
-          && expected.keySet().stream().allMatch(r -> replies.containsKey(r) || standIns.contains(r))) {
-        done.complete(null);
-        return;
-      }
       int missing = expected.size() - replies.size();
       int allowed = expected.size() / 100;
       if (expectedKnown && replies.size() > 0 && missing <= allowed

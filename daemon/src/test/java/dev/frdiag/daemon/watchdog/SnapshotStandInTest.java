@@ -33,8 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A rank whose newest heartbeat said every record of its ring had reached the daemon, sent shortly before the
- * snapshot request, needs no snapshot: once the grace for snapshots is over its window stands for one. Any other
- * silent rank is waited for until the deadline.
+ * snapshot request, is not asked for a snapshot: its window stands for one. Any other silent rank is waited for until
+ * the deadline.
  */
 class SnapshotStandInTest {
   private static final Duration HEARTBEAT = Duration.ofSeconds(1);
@@ -63,10 +63,18 @@ class SnapshotStandInTest {
     scheduler.shutdownNow();
   }
 
+  /** Ranks asked for a snapshot, in the order asked. */
+  private final List<Integer> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+
   /** Rank {@code rank} of the 3-rank job, answering snapshots only when {@code answers}. */
   private void attach(int rank, boolean answers) {
-    RankLink link = answers ? request -> investigator.onDumpReply("s", rank, "s" + rank,
-        DumpReply.newBuilder().setRequestId(request.getRequestId()).build()) : request -> { };
+    RankLink link = request -> {
+      asked.add(rank);
+      if (answers) {
+        investigator.onDumpReply("s", rank, "s" + rank,
+            DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
+      }
+    };
     job.attach(RankIdentity.newBuilder().setJobId("s").setGlobalRank(rank).setWorldSize(3).setHostname("n")
         .setPid(rank).build(), List.of(ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).addRanks(2)
         .setGlobalRankStride(1).build()), link, "s" + rank, 0, nanos.get(), 0);
@@ -78,26 +86,26 @@ class SnapshotStandInTest {
         recordsCurrent, nanos.get(), 0);
   }
 
-  private static String snapshotLine(Report report) {
-    return report.timeline().stream().map(Report.TimelineEntry::event).filter(e -> e.contains("snapshots received"))
+  private static String line(Report report, String containing) {
+    return report.timeline().stream().map(Report.TimelineEntry::event).filter(e -> e.contains(containing))
         .findFirst().orElseThrow();
   }
 
   @Test
-  void aRankWhoseRecordsAllReachedTheDaemonJustBeforeTheRequestIsNotWaitedFor() throws Exception {
+  void aRankWhoseRecordsAllReachedTheDaemonJustBeforeTheRequestIsNotAskedNorWaitedFor() throws Exception {
     attach(0, true);
     attach(1, false);
     attach(2, true);
     heartbeat(1, HEARTBEAT.toNanos(), true);
 
-    CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND,
-        Duration.ofSeconds(60));
-    // Snapshots are the fresher evidence: the gather waits out the grace on its own clock first.
-    await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(5)).until(() -> !report.isDone());
-    nanos.addAndGet(Investigator.STAND_IN_GRACE.toNanos());
-    assertThat(snapshotLine(report.get(5, TimeUnit.SECONDS))).isEqualTo("2 of 3 snapshots received after 500 ms; "
-        + "the windows of 1 other ranks stand for theirs (every record had reached the daemon at most 2000 ms before"
-        + " the request)");
+    // No clock moves: the report comes once the two ranks asked have answered.
+    Report report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60))
+        .get(5, TimeUnit.SECONDS);
+    assertThat(asked).containsExactlyInAnyOrder(0, 2);
+    assertThat(line(report, "snapshots requested")).isEqualTo("snapshots requested from 2 connected ranks (deadline "
+        + "60000 ms); the windows of 1 other ranks stand for theirs (every record had reached the daemon at most 2000"
+        + " ms before the request)");
+    assertThat(line(report, "snapshots received")).isEqualTo("2 of 2 snapshots received after 0 ms");
 
     RankEvidence stoodIn = job.evidence(Map.of(), Set.of(1), 0, Duration.ofSeconds(30), "no snapshot").ranks()
         .get(1);
@@ -117,8 +125,9 @@ class SnapshotStandInTest {
 
     CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND,
         Duration.ofSeconds(60));
-    nanos.addAndGet(Investigator.STAND_IN_GRACE.toNanos() + Investigator.QUORUM_QUIET.toNanos());
-    // Past the grace and any quorum's quiet, two of three ranks still owe a snapshot: the 60 s deadline holds.
+    nanos.addAndGet(Investigator.QUORUM_QUIET.toNanos());
+    // Past any quorum's quiet, two of three ranks still owe a snapshot: the 60 s deadline holds.
+    assertThat(asked).containsExactlyInAnyOrder(0, 1, 2);
     await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(5)).until(() -> !report.isDone());
   }
 }
