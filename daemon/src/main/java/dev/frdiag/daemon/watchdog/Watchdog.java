@@ -37,6 +37,11 @@ public final class Watchdog implements AutoCloseable {
 
   /** How soon the watchdog looks again while a group nears the stall timeout. */
   static final Duration NEAR_STALL_CHECK = Duration.ofMillis(100);
+  /**
+   * How many check intervals before the stall timeout a job's evidence is built ahead: two, so that the collections
+   * that move the built records to the old generation are over before the incident's analysis runs.
+   */
+  static final int BUILD_AHEAD_INTERVALS = 2;
 
   /** A watchdog for a daemon whose intake is never behind (see the full constructor). */
   public Watchdog(JobRegistry registry, Investigator investigator, DaemonSettings settings, LongSupplier nanoTime,
@@ -86,8 +91,8 @@ public final class Watchdog implements AutoCloseable {
    * interval, or {@link #NEAR_STALL_CHECK} while some job's quietest group is within one interval of the stall
    * timeout, so that a stall is seen within a tenth of a second of the heartbeat that completes it rather than up
    * to a whole interval later (a pass at 16,384 ranks takes some 20 ms, and this happens only as a hang begins).
-   * Once per such approach, the job's evidence is built ahead on the analysis thread (DIAGNOSIS.md §3, "Evidence
-   * built ahead"), so that the incident, if it comes, does not wait for it.
+   * Once per approach to within {@link #BUILD_AHEAD_INTERVALS} intervals, the job's evidence is built ahead on the
+   * analysis thread (DIAGNOSIS.md §3, "Evidence built ahead"), so that the incident, if it comes, does not wait for it.
    */
   Duration checkAll() {
     Duration interval = settings.checkInterval();
@@ -103,8 +108,11 @@ public final class Watchdog implements AutoCloseable {
       try {
         check(job, lag);
         long quiet = job.quietAtLastCheckNanos();
-        if (quiet >= 0 && settings.stallTimeout().toNanos() - quiet <= interval.toNanos()) {
+        long untilStall = settings.stallTimeout().toNanos() - quiet;
+        if (quiet >= 0 && untilStall <= interval.toNanos()) {
           next = NEAR_STALL_CHECK.compareTo(interval) < 0 ? NEAR_STALL_CHECK : interval;
+        }
+        if (quiet >= 0 && untilStall <= BUILD_AHEAD_INTERVALS * interval.toNanos()) {
           if (preparedAhead.add(job.id())) {
             investigator.prepareEvidence(job);
           }

@@ -165,7 +165,10 @@ class WatchdogTest {
     ProcessGroupProgress stuck = progress(5, 4);
     tick(Duration.ZERO, stuck);
     tick(Duration.ofSeconds(20), stuck);
-    assertThat(analysisTasks).as("far from the timeout").hasValue(0);
+    tick(STALL.minus(interval.multipliedBy(Watchdog.BUILD_AHEAD_INTERVALS)).minusMillis(1), stuck);
+    assertThat(analysisTasks).as("farther from the timeout than the build-ahead intervals").hasValue(0);
+    tick(STALL.minus(interval.multipliedBy(Watchdog.BUILD_AHEAD_INTERVALS)), stuck);
+    assertThat(analysisTasks).as("built as the group comes that close").hasValue(1);
     tick(STALL.minus(interval), stuck);
     tick(STALL.minusMillis(200), stuck);
     tick(STALL.minusMillis(100), stuck);
