@@ -188,10 +188,12 @@ public final class Investigator {
     Map<Integer, String> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
         .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window())
         .setRecordsOnStreamOk(true).build(), standIns);
-    timeline.add(new Report.TimelineEntry(start.toString(), "snapshots requested from " + asked.size()
-        + " connected ranks (deadline " + deadline.toMillis() + " ms)" + (standIns.isEmpty() ? ""
-            : "; the windows of " + standIns.size() + " other ranks stand for theirs (every record had reached the"
-                + " daemon at most " + standInAge.toMillis() + " ms before the request)")));
+    String standing = "the windows of " + standIns.size() + (asked.isEmpty() ? " connected" : " other")
+        + " ranks stand for theirs (every record had reached the daemon at most " + standInAge.toMillis()
+        + " ms before)";
+    timeline.add(new Report.TimelineEntry(start.toString(), asked.isEmpty() ? "no snapshot requested: " + standing
+        : "snapshots requested from " + asked.size() + " connected ranks (deadline " + deadline.toMillis() + " ms)"
+            + (standIns.isEmpty() ? "" : "; " + standing)));
     gather.expect(asked);
     // Stragglers: once nearly every rank answered and the replies stopped coming, waiting out the deadline for the
     // last few only delays the answer; their stored windows stand in for them and the report says so.
@@ -213,8 +215,10 @@ public final class Investigator {
           Map<Integer, DumpReply> replies = gather.snapshot();
           metrics.snapshotsMissed(asked.size() - replies.size());
           Instant gathered = clock.get();
-          timeline.add(new Report.TimelineEntry(gathered.toString(), replies.size() + " of " + asked.size()
-              + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"));
+          if (!asked.isEmpty()) {
+            timeline.add(new Report.TimelineEntry(gathered.toString(), replies.size() + " of " + asked.size()
+                + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"));
+          }
           JobEvidence evidence = job.evidence(replies, standIns, epochNanos(gathered), stallThreshold,
               "no snapshot within " + deadline.toMillis() + " ms");
           Instant built = clock.get();

@@ -104,13 +104,28 @@ class SnapshotStandInTest {
     assertThat(asked).containsExactlyInAnyOrder(0, 2);
     assertThat(line(report, "snapshots requested")).isEqualTo("snapshots requested from 2 connected ranks (deadline "
         + "60000 ms); the windows of 1 other ranks stand for theirs (every record had reached the daemon at most 2000"
-        + " ms before the request)");
+        + " ms before)");
     assertThat(line(report, "snapshots received")).isEqualTo("2 of 2 snapshots received after 0 ms");
 
     RankEvidence stoodIn = job.evidence(Map.of(), Set.of(1), 0, Duration.ofSeconds(30), "no snapshot").ranks()
         .get(1);
     assertThat(stoodIn.answered()).isTrue();
     assertThat(stoodIn.missingReason()).isEmpty();
+  }
+
+  @Test
+  void whenEveryWindowStandsInNoSnapshotIsRequestedAndTheReportSaysSo() throws Exception {
+    for (int rank = 0; rank < 3; rank++) {
+      attach(rank, true);
+      heartbeat(rank, HEARTBEAT.toNanos(), true);
+    }
+    Report report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60))
+        .get(5, TimeUnit.SECONDS);
+    assertThat(asked).isEmpty();
+    assertThat(report.timeline()).extracting(Report.TimelineEntry::event)
+        .contains("no snapshot requested: the windows of 3 connected ranks stand for theirs (every record had "
+            + "reached the daemon at most 2000 ms before)")
+        .noneMatch(e -> e.contains("snapshots received"));
   }
 
   @Test
