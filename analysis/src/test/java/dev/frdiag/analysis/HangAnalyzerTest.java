@@ -473,9 +473,13 @@ class HangAnalyzerTest {
     JobEvidence base = s.liveAfter(Duration.ofSeconds(5));
     List<RankEvidence> ranks = new ArrayList<>();
     for (RankEvidence r : base.ranks()) {
-      long issued = r.records().isEmpty() ? 0 : r.records().get(r.records().size() - 1).getTimeCreatedNs();
-      ranks.add(r.rank() != 3 ? r : new RankEvidence(3, r.identity(), Liveness.ALIVE, false, "no reply in time",
-          r.groups(), r.records(), r.progress(), r.events(), r.frames(), RankEvidence.Source.RECORDS, issued + windowCurrentAfter.toNanos()));
+      if (r.rank() != 3) {
+        ranks.add(r);
+        continue;
+      }
+      long issued = r.records().get(r.records().size() - 1).getTimeCreatedNs();
+      ranks.add(new RankEvidence(3, r.identity(), Liveness.ALIVE, false, "no reply in time", r.groups(), r.records(),
+          r.progress(), r.events(), r.frames(), RankEvidence.Source.RECORDS, issued + windowCurrentAfter.toNanos()));
     }
     return HangAnalyzer.analyze(new JobEvidence("t", 8, ranks, base.observedAtNs(), base.stallThreshold()));
   }

@@ -43,12 +43,6 @@ public final class Watchdog implements AutoCloseable {
    */
   static final int BUILD_AHEAD_INTERVALS = 2;
 
-  /** A watchdog for a daemon whose intake is never behind (see the full constructor). */
-  public Watchdog(JobRegistry registry, Investigator investigator, DaemonSettings settings, LongSupplier nanoTime,
-      ScheduledExecutorService scheduler) {
-    this(registry, investigator, settings, nanoTime, () -> 0, scheduler);
-  }
-
   /**
    * @param intakeLagNanos how long the messages the daemon has not read yet have waited (the transport's
    *     {@code IntakeExecutor}): silence is judged only up to the moment the daemon has read everything before
@@ -92,7 +86,8 @@ public final class Watchdog implements AutoCloseable {
    * timeout, so that a stall is seen within a tenth of a second of the heartbeat that completes it rather than up
    * to a whole interval later (a pass at 16,384 ranks takes some 20 ms, and this happens only as a hang begins).
    * Once per approach to within {@link #BUILD_AHEAD_INTERVALS} intervals, the job's evidence is built ahead on the
-   * analysis thread (DIAGNOSIS.md §3, "Evidence built ahead"), so that the incident, if it comes, does not wait for it.
+   * analysis thread (DIAGNOSIS.md §3, "Evidence built ahead"), so that the incident, if it comes, does not wait for
+   * it.
    */
   Duration checkAll() {
     Duration interval = settings.checkInterval();

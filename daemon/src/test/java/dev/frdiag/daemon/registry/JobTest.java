@@ -185,7 +185,8 @@ class JobTest {
     job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, 71 * S, false, 2 * S, 0);
     var ranks = job.evidence(Map.of(), 0, STALL, "not asked").ranks();
     assertThat(ranks.get(0).windowCurrentAtNs()).isEqualTo(70 * S);
-    assertThat(ranks.get(1).windowCurrentAtNs()).as("its newest went out while records were written").isEqualTo(70 * S);
+    assertThat(ranks.get(1).windowCurrentAtNs()).as("its newest went out while records were written")
+        .isEqualTo(70 * S);
 
     job.lost(1, "s1", 3 * S);
     job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2).setPid(1).build(),
