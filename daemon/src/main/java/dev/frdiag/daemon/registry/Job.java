@@ -31,8 +31,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.function.IntFunction;
 
 /**
- * One training job as the daemon tracks it: its ranks, their latest progress and ring windows. Thread-safe:
- * every method holds the job's own lock, so jobs never block each other.
+ * One training job as the daemon tracks it: its ranks, their latest progress and ring windows, and its
+ * {@link Incident}. Thread-safe: every method holds the job's own lock, so jobs never block each other.
  */
 public final class Job {
   private final String id;
@@ -44,32 +44,17 @@ public final class Job {
   @GuardedBy("lock")
   private final Map<Integer, RankState> ranks = new TreeMap<>();
   @GuardedBy("lock")
-  private long quietAtLastCheckNanos = -1;
-  @GuardedBy("lock")
   private int worldSize;
   private final long firstSeenMs;
+  /** Its incident's lifecycle, and the on-demand diagnosis running. */
   @GuardedBy("lock")
-  private boolean incidentOpen;
-  @GuardedBy("lock")
-  private Report.Trigger incidentTrigger;
-  /** The groups that had stalled when the open incident opened (a STALL's); empty for other triggers. */
-  @GuardedBy("lock")
-  private Set<Object> incidentGroups = Set.of();
-  /** The groups {@link #incidentTrigger} last found stalled. */
-  @GuardedBy("lock")
-  private Set<Object> stalledAtLastCheck = Set.of();
-  @GuardedBy("lock")
-  private long incidentReportedNanos;
+  private final Incident incident = new Incident();
   @GuardedBy("lock")
   private String latestReportId = "";
   @GuardedBy("lock")
   private final Map<String, NodeContext> contexts = new TreeMap<>();
   @GuardedBy("lock")
   private long contextBytes;
-  @GuardedBy("lock")
-  private CompletableFuture<Report> onDemand;
-  @GuardedBy("lock")
-  private long lastOnDemandNanos;
   /** Daemon monotonic time of the last thing heard from or about the job; idle jobs expire from it. */
   @GuardedBy("lock")
   private long lastActivityNanos;
@@ -505,171 +490,68 @@ public final class Job {
   }
 
   /**
-   * Why this job needs a diagnosis now, or null: a process group with outstanding work whose members' completed
-   * seq has not advanced for {@code stallTimeout}, a rank lost for at least {@code lostGrace}, or a rank that
-   * reported a timeout or error.
+   * Why this job needs a diagnosis now, or null (see {@link Incident#trigger}), for a daemon whose intake is caught
+   * up.
    */
   public Report.Trigger incidentTrigger(long nowNanos, Duration stallTimeout, Duration heartbeatTimeout,
       Duration lostGrace) {
     return incidentTrigger(nowNanos, 0, stallTimeout, heartbeatTimeout, lostGrace);
   }
 
-  /**
-   * As above, for a daemon whose intake is {@code intakeLagNanos} behind: a rank counts as silent only when it was
-   * silent for the heartbeat timeout before {@code nowNanos - intakeLagNanos}, the moment up to which the daemon has
-   * read every message (DIAGNOSIS.md §3, "A daemon behind its intake").
-   */
+  /** Why this job needs a diagnosis now, or null, for a daemon whose intake is {@code intakeLagNanos} behind. */
   public Report.Trigger incidentTrigger(long nowNanos, long intakeLagNanos, Duration stallTimeout,
       Duration heartbeatTimeout, Duration lostGrace) {
-    long readUntil = nowNanos - Math.max(0, intakeLagNanos);
     synchronized (lock) {
-      if (incidentOpen) {
-        return null;
-      }
-      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        RankState r = e.getValue();
-        if (r.liveness == Liveness.ALIVE && readUntil - r.lastSeenNanos > heartbeatTimeout.toNanos()) {
-          r.liveness = Liveness.LOST;
-          r.silent = true;
-          r.lostAtNanos = nowNanos;
-        }
-        // A stream that ended is a lost rank. Silence opens an incident only after the grace as well, and the
-        // analysis does not take it for death: a starved process is often just slow, and a host that vanished
-        // without closing its connection is found by the transport's keepalive, which then ends its streams.
-        // A loss an incident already covered does not open another: a job killed without goodbyes is one
-        // incident, not one per stall timeout.
-        if (r.liveness == Liveness.LOST && !r.lossReported && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
-          return r.silent ? Report.Trigger.HEARTBEAT_LOST : Report.Trigger.RANK_LOST;
-        }
-        if (r.unhandledEvent && !r.events.isEmpty()) {
-          return triggerOf(r.events.getLast().getKind());
-        }
-      }
-      quietAtLastCheckNanos = StallCheck.longestQuietNanos(ranks.values(), nowNanos);
-      if (quietAtLastCheckNanos < stallTimeout.toNanos()) {
-        return null;
-      }
-      stalledAtLastCheck = StallCheck.stalledGroups(ranks.values(), nowNanos, stallTimeout.toNanos());
-      return Report.Trigger.STALL;
+      return incident.trigger(ranks.values(), nowNanos, intakeLagNanos, stallTimeout, heartbeatTimeout, lostGrace);
     }
   }
 
-  /**
-   * As of the last {@link #incidentTrigger} that looked at the groups, how long the quietest group with outstanding
-   * work had gone without progress; -1 when none had, or an incident opened or closed since.
-   */
+  /** See {@link Incident#quietAtLastCheckNanos}. */
   public long quietAtLastCheckNanos() {
     synchronized (lock) {
-      return quietAtLastCheckNanos;
+      return incident.quietAtLastCheckNanos();
     }
-  }
-
-  /** What a rank's event opens an incident as; the wire layer lets no other kind of event in. */
-  static Report.Trigger triggerOf(RankEvent.Kind kind) {
-    return switch (kind) {
-      case WATCHDOG_TIMEOUT -> Report.Trigger.WATCHDOG_TIMEOUT;
-      case COMM_ERROR -> Report.Trigger.COMM_ERROR;
-      case CUDA_ERROR -> Report.Trigger.CUDA_ERROR;
-      case WATCHDOG_STUCK -> Report.Trigger.WATCHDOG_STUCK;
-      case KIND_UNSPECIFIED, UNRECOGNIZED -> throw new IllegalArgumentException("rank event of kind " + kind);
-    };
   }
 
   /** Opens an incident for {@code trigger}; the events that led to it are part of it. */
   public void openIncident(Report.Trigger trigger) {
     synchronized (lock) {
-      incidentOpen = true;
-      quietAtLastCheckNanos = -1;
-      incidentTrigger = trigger;
-      incidentGroups = trigger == Report.Trigger.STALL ? stalledAtLastCheck : Set.of();
-      incidentReportedNanos = 0;
-      for (RankState r : ranks.values()) {
-        r.unhandledEvent = false;
-        if (r.liveness == Liveness.LOST) {
-          r.lossReported = true;
-        }
-      }
+      incident.open(trigger, ranks.values());
     }
   }
 
   /** The open incident's report is written. */
   public void incidentReported(long nowNanos) {
     synchronized (lock) {
-      incidentReportedNanos = nowNanos;
+      incident.reported(nowNanos);
     }
   }
 
-  /**
-   * Closes an incident that a rank event or a lost rank opened, once its report is written and {@code quiet} has
-   * passed: ranks fed by the node agent report no progress, so "progress resumed" would never close it, and the
-   * job's next hang would go unreported. Events during the quiet period belong to the same hang.
-   */
+  /** See {@link Incident#closeAfterReport}. */
   public void closeIncidentAfterReport(long nowNanos, Duration quiet) {
     synchronized (lock) {
-      if (!incidentOpen || incidentTrigger == Report.Trigger.STALL || incidentReportedNanos == 0
-          || nowNanos - incidentReportedNanos < quiet.toNanos()) {
-        return;
-      }
-      incidentOpen = false;
-      quietAtLastCheckNanos = -1;
-      for (RankState r : ranks.values()) {
-        r.unhandledEvent = false;
-      }
+      incident.closeAfterReport(ranks.values(), nowNanos, quiet);
     }
   }
 
-  /**
-   * The on-demand diagnosis running for this job, or {@code candidate} when none runs and one may start now:
-   * {@code admission} has passed and the last one started at least {@code interval} ago.
-   *
-   * @throws LimitExceededException when the last one started less than {@code interval} ago, or admission refused
-   */
+  /** See {@link Incident#closeIfRecovered}. */
+  public void closeIncidentIfRecovered(long sinceNanos) {
+    synchronized (lock) {
+      incident.closeIfRecovered(ranks.values(), sinceNanos);
+    }
+  }
+
+  /** See {@link Incident#joinOrClaimOnDemand}. */
   public CompletableFuture<Report> joinOrClaimOnDemand(long nowNanos, Duration interval,
       CompletableFuture<Report> candidate, Runnable admission) {
     synchronized (lock) {
-      if (onDemand != null && !onDemand.isDone()) {
-        return onDemand;
-      }
-      long since = nowNanos - lastOnDemandNanos;
-      if (onDemand != null && since < interval.toNanos()) {
-        throw new LimitExceededException("job " + id + " was diagnosed on demand " + since / 1_000_000
-            + " ms ago; ask again in " + (interval.toNanos() - since + 999_999) / 1_000_000 + " ms");
-      }
-      admission.run();
-      onDemand = candidate;
-      lastOnDemandNanos = nowNanos;
-      return candidate;
+      return incident.joinOrClaimOnDemand(id, nowNanos, interval, candidate, admission);
     }
   }
 
   public boolean incidentOpen() {
     synchronized (lock) {
-      return incidentOpen;
-    }
-  }
-
-  /**
-   * Closes the incident once the job recovered (DIAGNOSIS.md §3, "When an incident closes"): no rank is lost, and
-   * every group that had stalled when a stall opened it has advanced again since {@code sinceNanos} (for other
-   * triggers, any group has).
-   */
-  public void closeIncidentIfRecovered(long sinceNanos) {
-    synchronized (lock) {
-      if (!incidentOpen) {
-        return;
-      }
-      boolean anyLost = ranks.values().stream().anyMatch(r -> r.liveness == Liveness.LOST);
-      // Not any group: at 16,384 ranks, a daemon behind its intake took in heartbeats sent before the hang, whose
-      // advances of groups the hang had not yet reached closed the incident, and the next pass opened another
-      // (five stall reports of one hang in 13 s).
-      boolean advanced = incidentGroups.isEmpty()
-          ? ranks.values().stream().filter(r -> r.liveness == Liveness.ALIVE)
-              .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos))
-          : incidentGroups.stream().allMatch(g -> StallCheck.advancedSince(ranks.values(), g, sinceNanos));
-      if (!anyLost && advanced) {
-        incidentOpen = false;
-        quietAtLastCheckNanos = -1;
-      }
+      return incident.isOpen();
     }
   }
 
@@ -698,7 +580,7 @@ public final class Job {
    */
   public boolean idle(long nowNanos, Duration expiry) {
     synchronized (lock) {
-      return !incidentOpen && ranks.values().stream().noneMatch(Job::live)
+      return !incident.isOpen() && ranks.values().stream().noneMatch(Job::live)
           && nowNanos - lastActivityNanos >= expiry.toNanos();
     }
   }
@@ -730,7 +612,7 @@ public final class Job {
         }
       }
       return JobSummary.newBuilder().setJobId(id).setWorldSize(worldSize).setRanksConnected(connected)
-          .setRanksLost(lost).setRanksFinished(finished).setIncidentOpen(incidentOpen)
+          .setRanksLost(lost).setRanksFinished(finished).setIncidentOpen(incident.isOpen())
           .setLatestReportId(latestReportId).setFirstSeenMs(firstSeenMs).build();
     }
   }
