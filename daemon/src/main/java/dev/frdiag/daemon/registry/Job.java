@@ -490,15 +490,9 @@ public final class Job {
   }
 
   /**
-   * Why this job needs a diagnosis now, or null (see {@link Incident#trigger}), for a daemon whose intake is caught
-   * up.
+   * Why this job needs a diagnosis now, or null, for a daemon whose intake is {@code intakeLagNanos} behind (see
+   * {@link Incident#trigger}).
    */
-  public Report.Trigger incidentTrigger(long nowNanos, Duration stallTimeout, Duration heartbeatTimeout,
-      Duration lostGrace) {
-    return incidentTrigger(nowNanos, 0, stallTimeout, heartbeatTimeout, lostGrace);
-  }
-
-  /** Why this job needs a diagnosis now, or null, for a daemon whose intake is {@code intakeLagNanos} behind. */
   public Report.Trigger incidentTrigger(long nowNanos, long intakeLagNanos, Duration stallTimeout,
       Duration heartbeatTimeout, Duration lostGrace) {
     synchronized (lock) {

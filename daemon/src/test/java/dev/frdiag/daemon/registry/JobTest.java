@@ -65,9 +65,9 @@ class JobTest {
     Job job = twoRanks();
     heartbeats(job, 5, 4, 1);
     heartbeats(job, 5, 4, 20);
-    assertThat(job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     heartbeats(job, 5, 4, 31);
-    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   @Test
@@ -79,11 +79,11 @@ class JobTest {
     // A daemon behind its intake: heartbeats sent 2 s later arrive 30 s later. The ranks were not stuck for 30 s.
     job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
     job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
-    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Their own heartbeats then say they made no progress for 31 s: that is a stall, however late it arrives.
     job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
     job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
-    assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   @Test
@@ -93,9 +93,9 @@ class JobTest {
     // Idle for a minute, then seq 5 issued: it has been outstanding for 1 s, not 61.
     heartbeats(job, 5, 4, 61);
     heartbeats(job, 5, 4, 62);
-    assertThat(job.incidentTrigger(62 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incidentTrigger(62 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     heartbeats(job, 5, 4, 91);
-    assertThat(job.incidentTrigger(91 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incidentTrigger(91 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   @Test
@@ -104,7 +104,7 @@ class JobTest {
     for (long t = 1; t <= 100; t += 5) {
       job.heartbeat(0, "s0", List.of(progress(t + 1, t)), 0, t * S, 0);
       job.heartbeat(1, "s1", List.of(progress(t + 1, t)), 0, t * S, 0);
-      assertThat(job.incidentTrigger(t * S, STALL, HEARTBEAT, GRACE)).isNull();
+      assertThat(job.incidentTrigger(t * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     }
   }
 
@@ -112,24 +112,24 @@ class JobTest {
   void aLostStreamOpensAnIncidentAfterTheGraceAndSilenceOnlyAfterHeartbeatTimeoutPlusGrace() {
     Job lost = twoRanks();
     lost.lost(1, "s1", 10 * S);
-    assertThat(lost.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
-    assertThat(lost.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
+    assertThat(lost.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(lost.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
 
     Job silent = twoRanks();
     silent.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
-    assertThat(silent.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(silent.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Rank 1 last spoke at 0: silent from 16 s on, an incident only once the grace has passed too.
     silent.heartbeat(0, "s0", List.of(), 0, 40 * S, 0);
-    assertThat(silent.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(silent.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     silent.heartbeat(0, "s0", List.of(), 0, 71 * S, 0);
-    assertThat(silent.incidentTrigger(71 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
+    assertThat(silent.incidentTrigger(71 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
   }
 
   @Test
   void aSilentRankThatSpeaksAgainIsAliveAndOnlyAnEndedStreamIsLost() {
     Job job = twoRanks();
     job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
-    job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE);
+    job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
     job.heartbeat(1, "s1", List.of(), 0, 21 * S, 0);
     assertThat(job.summary().getRanksLost()).isZero();
     job.lost(1, "s1", 22 * S);
@@ -141,7 +141,7 @@ class JobTest {
     Job job = twoRanks();
     job.event(0, "s0", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 1 * S);
-    assertThat(job.incidentTrigger(1 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
+    assertThat(job.incidentTrigger(1 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
     job.openIncident(Trigger.WATCHDOG_TIMEOUT);
     job.incidentReported(2 * S);
     // A late timeout line from another rank is part of the same hang.
@@ -151,10 +151,10 @@ class JobTest {
     assertThat(job.incidentOpen()).isTrue();
     job.closeIncidentAfterReport(33 * S, STALL);
     assertThat(job.incidentOpen()).isFalse();
-    assertThat(job.incidentTrigger(33 * S, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incidentTrigger(33 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     job.event(1, "s1", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 40 * S);
-    assertThat(job.incidentTrigger(40 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
+    assertThat(job.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
   }
 
   @Test
@@ -162,7 +162,7 @@ class JobTest {
     Job job = twoRanks();
     // Rank 1 goes silent past the heartbeat timeout; its process restarts and connects on a new stream.
     job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
-    job.incidentTrigger(20 * S, STALL, HEARTBEAT, GRACE);
+    job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
     job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2).setPid(11).build(),
         List.of(ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1).build()),
         request -> { }, "s1-new", 0, 21 * S, 0);
@@ -301,7 +301,7 @@ class JobTest {
     };
     heartbeats.accept(3L, 0L);
     heartbeats.accept(3L, 31L);
-    assertThat(job.incidentTrigger(31 * S, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
     job.openIncident(Trigger.STALL);
 
     heartbeats.accept(4L, 32L);
