@@ -8,7 +8,6 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -33,21 +32,22 @@ final class JobIndex {
     // One key object per group, shared by every rank's index: a lookup that finds the very key it was given compares
     // no names (a million lookups at 16,384 ranks).
     Map<GroupKey, GroupKey> keys = new HashMap<>();
-    // Ranks of a live job share one copy of each group: each copy is looked at once.
-    Set<ProcessGroup> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+    // Ranks of a live job share one copy of each group: each copy is looked at once, and its key found by identity.
+    Map<ProcessGroup, GroupKey> keyOf = new IdentityHashMap<>();
     for (RankEvidence e : job.ranks()) {
       for (ProcessGroup g : e.groups()) {
-        if (!seen.add(g)) {
+        if (keyOf.containsKey(g)) {
           continue;
         }
         GroupKey key = keys.computeIfAbsent(GroupKey.of(g), k -> k);
+        keyOf.put(g, key);
         if (byKey.putIfAbsent(key, g) == null) {
           sortedMembers.put(key, g.getRanksList().stream().sorted().toList());
         }
       }
     }
     // Each rank's records indexed on every core: the biggest share of an analysis, and independent per rank.
-    for (RankIndex r : job.ranks().parallelStream().map(e -> new RankIndex(e, keys)).toList()) {
+    for (RankIndex r : job.ranks().parallelStream().map(e -> new RankIndex(e, keyOf)).toList()) {
       byRank.put(r.rank(), r);
     }
     this.ranks = Collections.unmodifiableMap(byRank);

@@ -5,6 +5,7 @@ import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /** One rank's evidence indexed for lookups by (process group, seq). */
@@ -37,24 +38,38 @@ final class RankIndex {
   }
 
   /** Indexes {@code evidence}, taking each group's key object from {@code keys} where it holds one. */
-  RankIndex(RankEvidence evidence, Map<GroupKey, GroupKey> keys) {
+  RankIndex(RankEvidence evidence, Map<ProcessGroup, GroupKey> keys) {
     this.evidence = evidence;
     // One lookup per record, not two (name to key, key to track): there are a million records at 16,384 ranks.
     Map<String, Track> tracksByName = new HashMap<>();
     for (ProcessGroup g : evidence.groups()) {
-      GroupKey key = GroupKey.of(g);
-      key = keys.getOrDefault(key, key);
+      GroupKey key = keys.get(g);
+      if (key == null) {
+        key = GroupKey.of(g);
+      }
       groupsByName.put(g.getName(), key);
       Track t = new Track();
       tracks.put(key, t);
       tracksByName.put(g.getName(), t);
     }
+    List<CollectiveRecord> records = evidence.records();
+    // Each record's track found once, and counted, so that each track's arrays are allocated once at their size.
+    Track[] trackOf = new Track[records.size()];
+    for (int i = 0; i < trackOf.length; i++) {
+      CollectiveRecord r = records.get(i);
+      Track t = tracksByName.get(r.getProcessGroup());
+      trackOf[i] = t;
+      if (t != null) {
+        (r.getIsP2P() ? t.p2p : t.collectives).expect();
+      }
+    }
     boolean starts = false;
     CollectiveRecord oldest = null;
     CollectiveRecord last = null;
-    for (CollectiveRecord r : evidence.records()) {
+    for (int i = 0; i < trackOf.length; i++) {
+      CollectiveRecord r = records.get(i);
       last = r;
-      Track t = tracksByName.get(r.getProcessGroup());
+      Track t = trackOf[i];
       if (t == null) {
         continue;
       }

@@ -16,14 +16,21 @@ final class RecordsBySeq {
   private long[] recordSeqs = new long[0];
   private CollectiveRecord[] records = new CollectiveRecord[0];
   private int recordCount;
+  /** Records announced by {@link #expect}: the arrays are allocated once, at that size. */
+  private int expected;
   /** After sealing: the distinct seqs, ascending, and where each one's records start in {@link #records}. */
   private long[] seqs;
   private int[] starts;
 
+  /** Announces one more record to be {@link #add added}. */
+  void expect() {
+    expected++;
+  }
+
   /** Adds a record while the rank is indexed; records come oldest first (by record id), as a ring holds them. */
   void add(long seq, CollectiveRecord r) {
     if (recordCount == records.length) {
-      int grown = Math.max(4, recordCount * 2);
+      int grown = Math.max(expected, Math.max(4, recordCount * 2));
       records = Arrays.copyOf(records, grown);
       recordSeqs = Arrays.copyOf(recordSeqs, grown);
     }

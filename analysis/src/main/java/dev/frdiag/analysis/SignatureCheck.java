@@ -2,6 +2,7 @@ package dev.frdiag.analysis;
 
 import dev.frdiag.proto.v1.CollectiveRecord;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -81,18 +82,31 @@ final class SignatureCheck {
 
   /** The members' records of one seq, in rank order. */
   private static final class SeqRecords {
-    final List<Integer> ranks = new ArrayList<>();
+    // Ranks unboxed: a world group's every member is added for every seq it holds.
+    int[] ranks = new int[8];
     final List<List<CollectiveRecord>> records = new ArrayList<>();
 
     void add(int rank, List<CollectiveRecord> recs) {
-      ranks.add(rank);
+      int n = records.size();
+      if (n == ranks.length) {
+        ranks = Arrays.copyOf(ranks, n * 2);
+      }
+      ranks[n] = rank;
       records.add(recs);
+    }
+
+    int size() {
+      return records.size();
+    }
+
+    List<Integer> rankList() {
+      return Arrays.stream(ranks, 0, size()).boxed().toList();
     }
 
     Map<Integer, List<CollectiveRecord>> byRank() {
       Map<Integer, List<CollectiveRecord>> out = new TreeMap<>();
-      for (int i = 0; i < ranks.size(); i++) {
-        out.put(ranks.get(i), records.get(i));
+      for (int i = 0; i < size(); i++) {
+        out.put(ranks[i], records.get(i));
       }
       return out;
     }
@@ -112,7 +126,7 @@ final class SignatureCheck {
       boolean varied = false;
       // Problems inside one rank's own op (a gather whose output cannot hold group-size inputs, …).
       Map<Integer, List<String>> own = new TreeMap<>();
-      for (int i = 0; i < members.ranks.size(); i++) {
+      for (int i = 0; i < members.size(); i++) {
         List<CollectiveRecord> recs = members.records.get(i);
         int d = 0;
         while (d < distinct.size() && !CollectiveMatch.sameSignature(distinct.get(d), recs)) {
@@ -130,7 +144,7 @@ final class SignatureCheck {
           }
         }
         if (!problems.isEmpty()) {
-          own.put(members.ranks.get(i), problems);
+          own.put(members.ranks[i], problems);
         }
       }
       if (!own.isEmpty()) {
@@ -139,7 +153,7 @@ final class SignatureCheck {
             .map(x -> "rank " + x.getKey() + ": " + String.join("; ", x.getValue()))
             .collect(Collectors.joining("; ")) + " (" + g.name() + " seq " + seq + ")");
       }
-      if (members.ranks.size() < 2) {
+      if (members.size() < 2) {
         continue;
       }
       // Signatures that differ may still match: an uneven op's members may pass different sizes.
@@ -159,19 +173,37 @@ final class SignatureCheck {
       }
       // The totals balance only over every member's input and output; evidence from logs has no output counts.
       List<List<CollectiveRecord>> all = members.records;
-      if (all.size() == groupSize && CollectiveMatch.isAllToAll(all.get(0))
-          && all.stream().flatMap(List::stream).allMatch(r -> r.getOutputSizesCount() > 0)) {
-        long in = all.stream().mapToLong(CollectiveMatch::inputNumel).sum();
-        long out = all.stream().mapToLong(CollectiveMatch::outputNumel).sum();
+      if (all.size() == groupSize && CollectiveMatch.isAllToAll(all.get(0)) && allOutputsKnown(all)) {
+        // Members that share one signature balance exactly when that signature does.
+        List<List<CollectiveRecord>> counted = varied ? all : List.of(all.get(0));
+        long in = 0;
+        long out = 0;
+        for (List<CollectiveRecord> recs : counted) {
+          in += CollectiveMatch.inputNumel(recs);
+          out += CollectiveMatch.outputNumel(recs);
+        }
         if (in != out) {
+          long scale = all.size() / counted.size();
+          List<Integer> ranks = members.rankList();
           // The totals say the split sizes disagree, not which rank is wrong.
-          return mismatch(g, seq, false, List.copyOf(members.ranks), "all_to_all totals do not balance: "
-              + "total input numel " + in + " but total output numel " + out + " over ranks "
-              + Ranks.compact(List.copyOf(members.ranks)) + " (" + g.name() + " seq " + seq + ")");
+          return mismatch(g, seq, false, ranks, "all_to_all totals do not balance: "
+              + "total input numel " + in * scale + " but total output numel " + out * scale + " over ranks "
+              + Ranks.compact(ranks) + " (" + g.name() + " seq " + seq + ")");
         }
       }
     }
     return null;
+  }
+
+  private static boolean allOutputsKnown(List<List<CollectiveRecord>> all) {
+    for (List<CollectiveRecord> recs : all) {
+      for (CollectiveRecord r : recs) {
+        if (r.getOutputSizesCount() == 0) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   /** True when every key equals the first: no set is built for the usual case of a group that agrees. */

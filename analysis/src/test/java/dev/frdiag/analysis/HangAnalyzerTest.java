@@ -371,6 +371,17 @@ class HangAnalyzerTest {
     assertThat(d.symptom()).isEqualTo(Symptom.MISMATCH);
     assertThat(d.evidence().get(0).detail())
         .startsWith("all_to_all totals do not balance: total input numel 200 but total output numel 180");
+
+    // Every member issued the very same split: the totals are the group size times one member's.
+    Snapshots uniform = healthySteps(job(), 1);
+    for (int r : new int[] {0, 2, 4, 6}) {
+      uniform.issue(r, "dpA", "all_to_all", STARTED, 100, 90, "Float");
+    }
+    Diagnosis same = HangAnalyzer.analyze(uniform.offline());
+    assertThat(same.symptom()).isEqualTo(Symptom.MISMATCH);
+    assertThat(same.culpritRanks()).containsExactly(0, 2, 4, 6);
+    assertThat(same.evidence().get(0).detail())
+        .startsWith("all_to_all totals do not balance: total input numel 400 but total output numel 360");
   }
 
   @Test

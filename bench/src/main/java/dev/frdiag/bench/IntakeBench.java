@@ -16,6 +16,7 @@ import dev.frdiag.testing.sim.Fault;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Records;
 import dev.frdiag.testing.sim.Topology;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -97,20 +98,24 @@ public final class IntakeBench {
     }
     long[] build = new long[rounds];
     long[] analyse = new long[rounds];
+    long[] allocated = new long[rounds];
     Diagnosis d = null;
     for (int i = 0; i < rounds; i++) {
       long t0 = System.nanoTime();
       // Observed well after the hang began, so that its groups count as stalled.
       JobEvidence evidence = filled.evidence(Map.of(), all, newestNs(batches) + Duration.ofMinutes(1).toNanos(),
           Duration.ofSeconds(10), "");
+      long a0 = allocatedBytes();
       long t1 = System.nanoTime();
       d = HangAnalyzer.analyze(evidence);
       build[i] = t1 - t0;
       analyse[i] = System.nanoTime() - t1;
+      allocated[i] = allocatedBytes() - a0;
     }
     System.out.printf("an incident on these windows: evidence built in %.0f ms (first %.0f), analysed in %.0f ms"
-        + " (first %.0f), medians of %d; %s %s %s%n", median(build) / 1e6, build[0] / 1e6, median(analyse) / 1e6,
-        analyse[0] / 1e6, rounds, d.verdict(), d.symptom(), d.culpritRanks());
+        + " (first %.0f) allocating %.0f MB, medians of %d; %s %s %s%n", median(build) / 1e6, build[0] / 1e6,
+        median(analyse) / 1e6, analyse[0] / 1e6, median(allocated) / 1e6, rounds, d.verdict(), d.symptom(),
+        d.culpritRanks());
   }
 
   private static long newestNs(List<List<byte[]>> batches) throws InvalidProtocolBufferException {
@@ -123,6 +128,19 @@ public final class IntakeBench {
       }
     }
     return newest;
+  }
+
+  /**
+   * Bytes allocated so far by every live thread: the analysis runs on the common pool's threads too, which outlive
+   * it, and nothing else runs meanwhile.
+   */
+  private static long allocatedBytes() {
+    com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    long total = 0;
+    for (long bytes : threads.getThreadAllocatedBytes(threads.getAllThreadIds())) {
+      total += Math.max(0, bytes);
+    }
+    return total;
   }
 
   private static long median(long[] values) {
