@@ -37,7 +37,7 @@ final class RankIndex {
     long oldestHeldP2p = Long.MAX_VALUE;
   }
 
-  /** Indexes {@code evidence}, taking each group's key object from {@code keys} where it holds one. */
+  /** Indexes {@code evidence}, taking each group's shared key object from {@code keys} (by the group's identity). */
   RankIndex(RankEvidence evidence, Map<ProcessGroup, GroupKey> keys) {
     this.evidence = evidence;
     // One lookup per record, not two (name to key, key to track): there are a million records at 16,384 ranks.
