@@ -121,30 +121,7 @@ public final class Job {
       checkGroupLimit(existing == null ? 0 : existing.groups.size(), groups, identity.getGlobalRank());
       lastActivityNanos = nowNanos;
       RankState r = ranks.computeIfAbsent(identity.getGlobalRank(), k -> new RankState());
-      if (r.identity != null && r.identity.getPid() != identity.getPid()) {
-        // A new process for this rank (the job restarted it): its old ring is history.
-        if (r.window != null) {
-          r.window.clear();
-        }
-        r.clearFrames();
-        r.progress.clear();
-        r.lastAdvanceNanos.clear();
-        r.lastAdvanceSentNs.clear();
-        r.latestSentNs = 0;
-      }
-      r.identity = identity;
-      r.silent = false;
-      r.lossReported = false;
-      r.link = link;
-      r.session = session;
-      r.liveness = Liveness.ALIVE;
-      r.lastSeenNanos = nowNanos;
-      r.lastSeenMs = nowMs;
-      r.droppedRecords = dropped;
-      // Frame ids are scoped to one stream, and a new stream's window is current only once its heartbeat says so.
-      r.clearFrames();
-      r.recordsCurrent = false;
-      r.windowCurrentAtNs = 0;
+      r.attach(identity, link, session, dropped, nowNanos, nowMs);
       addGroups(r, groups);
     }
   }
@@ -222,16 +199,10 @@ public final class Job {
     }
   }
 
-  /** A silent rank that speaks again on its open stream was slow, not dead. */
   @GuardedBy("lock")
   private void heard(RankState r, long nowNanos) {
-    r.lastSeenNanos = nowNanos;
+    r.heard(nowNanos);
     lastActivityNanos = nowNanos;
-    if (r.silent && r.liveness == Liveness.LOST) {
-      r.liveness = Liveness.ALIVE;
-      r.silent = false;
-      r.lossReported = false;
-    }
   }
 
   public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long nowNanos,

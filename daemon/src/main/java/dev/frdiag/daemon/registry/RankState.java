@@ -65,6 +65,45 @@ final class RankState {
   boolean unhandledEvent;
 
   /**
+   * The rank (re)connected on {@code session}. A new process for it (another pid, the job restarted it) leaves its old
+   * ring and progress as history. Frame ids are scoped to one stream, and a new stream's window is current only once
+   * its heartbeat says so.
+   */
+  void attach(RankIdentity identity, RankLink link, String session, long dropped, long nowNanos, long nowMs) {
+    if (this.identity != null && this.identity.getPid() != identity.getPid()) {
+      if (window != null) {
+        window.clear();
+      }
+      progress.clear();
+      lastAdvanceNanos.clear();
+      lastAdvanceSentNs.clear();
+      latestSentNs = 0;
+    }
+    this.identity = identity;
+    this.link = link;
+    this.session = session;
+    liveness = Liveness.ALIVE;
+    silent = false;
+    lossReported = false;
+    lastSeenNanos = nowNanos;
+    lastSeenMs = nowMs;
+    droppedRecords = dropped;
+    clearFrames();
+    recordsCurrent = false;
+    windowCurrentAtNs = 0;
+  }
+
+  /** Heard from on its stream: a silent rank that speaks again was slow, not dead. */
+  void heard(long nowNanos) {
+    lastSeenNanos = nowNanos;
+    if (silent && liveness == Liveness.LOST) {
+      liveness = Liveness.ALIVE;
+      silent = false;
+      lossReported = false;
+    }
+  }
+
+  /**
    * Whether this rank's window stands for a snapshot taken no earlier than {@code sinceEpochNs}: connected, alive and
    * heard from, and its newest heartbeat, sent then or later, said every record of its ring had reached the daemon.
    */
