@@ -118,11 +118,13 @@ public record FabricMap(List<Host> hosts, int otherHosts) {
   }
 
   /**
-   * The picture of {@code d}'s network verdict from {@code job}'s node context and rank identities; null when
-   * the verdict is not a network one or nothing is known of any host.
+   * The picture of a network verdict ({@code symptom} blaming {@code culpritRanks} on {@code culpritHosts}) from
+   * {@code job}'s node context and rank identities; null when the verdict is not a network one or nothing is
+   * known of any host. Takes the verdict's parts rather than the {@link Diagnosis} that then holds the picture.
    */
-  public static FabricMap of(JobEvidence job, Diagnosis d) {
-    if (!pictures(d.symptom())) {
+  public static FabricMap of(JobEvidence job, Symptom symptom, List<Integer> culpritRanks,
+      List<String> culpritHosts) {
+    if (!pictures(symptom)) {
       return null;
     }
     Map<String, HostBuilder> all = new TreeMap<>();
@@ -163,11 +165,11 @@ public record FabricMap(List<Host> hosts, int otherHosts) {
             f.getPeer()));
       }
     }
-    Set<String> culpritHosts = new TreeSet<>(d.culpritHosts());
-    Set<Integer> culpritRanks = new TreeSet<>(d.culpritRanks());
+    Set<String> blamedHosts = new TreeSet<>(culpritHosts);
+    Set<Integer> blamedRanks = new TreeSet<>(culpritRanks);
     List<HostBuilder> chosen = new ArrayList<>();
-    all.values().stream().filter(h -> culpritHosts.contains(h.name)).forEach(chosen::add);
-    all.values().stream().filter(h -> !culpritHosts.contains(h.name) && h.marked()).forEach(chosen::add);
+    all.values().stream().filter(h -> blamedHosts.contains(h.name)).forEach(chosen::add);
+    all.values().stream().filter(h -> !blamedHosts.contains(h.name) && h.marked()).forEach(chosen::add);
     if (all.size() <= MAX_HOSTS) {
       all.values().stream().filter(h -> !chosen.contains(h)).forEach(chosen::add);
     }
@@ -175,7 +177,7 @@ public record FabricMap(List<Host> hosts, int otherHosts) {
       return null;
     }
     List<Host> hosts = chosen.stream().limit(MAX_HOSTS)
-        .map(h -> h.build(culpritHosts.contains(h.name), culpritRanks)).toList();
+        .map(h -> h.build(blamedHosts.contains(h.name), blamedRanks)).toList();
     return new FabricMap(hosts, all.size() - hosts.size());
   }
 

@@ -30,7 +30,7 @@ public final class HangAnalyzer {
     Diagnosis fromRecords = new VerdictRules(index, stuck).verdict(mismatches, rankEvents);
     Diagnosis d = atMostAsSureAsItsSources(ContextRules.apply(fromRecords, job), job);
     return d.withProgress(GroupProgress.of(index, stuck, d.collective(), d.culpritRanks()))
-        .withFabric(FabricMap.of(job, d));
+        .withFabric(FabricMap.of(job, d.symptom(), d.culpritRanks(), d.culpritHosts()));
   }
 
   /** The most a verdict may claim when no rank's own ring is in the evidence: log lines and counters alone. */

@@ -7,7 +7,6 @@ import dev.frdiag.proto.v1.NicBinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.Symptom;
-import dev.frdiag.proto.v1.Verdict;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,7 +22,7 @@ class FabricMapTest {
         "mlx5_2", 1, "", "mlx5_2:1 link went down: link_downed 0 -> 1 (+1) in 30 s", "infiniband/mlx5_2/ports/1"),
         finding(ContextFinding.Kind.QUIET, -1, -1, "mlx5_1", 1, "", "mlx5_1:1: no error", "infiniband/mlx5_1")));
 
-    FabricMap map = FabricMap.of(job, verdict(Symptom.FABRIC, List.of(), List.of("node-b")));
+    FabricMap map = FabricMap.of(job, Symptom.FABRIC, List.of(), List.of("node-b"));
 
     assertThat(map.hosts()).extracting(FabricMap.Host::name).containsExactly("node-b", "node-a");
     FabricMap.Host b = map.hosts().get(0);
@@ -53,7 +52,7 @@ class FabricMapTest {
         ContextFinding.Kind.LOCAL_NIC_FAULT, -1, 1, "", 0, "10.0.0.9<4321>", "status 4: \"node-b:1:1 [1] WARN\"",
         "n.log:31")).build());
 
-    FabricMap map = FabricMap.of(job, verdict(Symptom.NODE_NETWORK, List.of(5), List.of("node-b")));
+    FabricMap map = FabricMap.of(job, Symptom.NODE_NETWORK, List.of(5), List.of("node-b"));
 
     FabricMap.Gpu gpu = map.hosts().get(0).gpus().stream().filter(g -> g.device() == 1).findFirst().orElseThrow();
     // Device 1 of node-b is rank 5 by the ranks' own identities; the finding named only the device.
@@ -74,7 +73,7 @@ class FabricMapTest {
     nodes.set(13, node(host(13), finding(ContextFinding.Kind.LINK_FAULT, -1, -1, "mlx5_0", 1, "", "down", "ib")));
     JobEvidence job = job(20, nodes.toArray(NodeContext[]::new));
 
-    FabricMap map = FabricMap.of(job, verdict(Symptom.FABRIC, List.of(), List.of(host(13), host(2))));
+    FabricMap map = FabricMap.of(job, Symptom.FABRIC, List.of(), List.of(host(13), host(2)));
 
     assertThat(map.hosts()).extracting(FabricMap.Host::name).containsExactly(host(2), host(13));
     assertThat(map.otherHosts()).isEqualTo(18);
@@ -84,8 +83,8 @@ class FabricMapTest {
   void onlyNetworkVerdictsArePictured() {
     JobEvidence job = job(2, node("node-a"));
 
-    assertThat(FabricMap.of(job, verdict(Symptom.GPU_STALL, List.of(1), List.of("node-a")))).isNull();
-    assertThat(FabricMap.of(job, verdict(Symptom.FABRIC, List.of(), List.of()))).isNotNull();
+    assertThat(FabricMap.of(job, Symptom.GPU_STALL, List.of(1), List.of("node-a"))).isNull();
+    assertThat(FabricMap.of(job, Symptom.FABRIC, List.of(), List.of())).isNotNull();
   }
 
   @Test
@@ -97,7 +96,7 @@ class FabricMapTest {
     }
     JobEvidence job = job(1, flood.build());
 
-    FabricMap.Host a = FabricMap.of(job, verdict(Symptom.FABRIC, List.of(), List.of("node-a"))).hosts().get(0);
+    FabricMap.Host a = FabricMap.of(job, Symptom.FABRIC, List.of(), List.of("node-a")).hosts().get(0);
 
     assertThat(a.nics()).hasSizeLessThanOrEqualTo(FabricMap.MAX_PER_HOST);
     assertThat(a.nics()).allSatisfy(n -> assertThat(n.ports()).hasSizeLessThanOrEqualTo(FabricMap.MAX_PER_HOST));
@@ -137,10 +136,5 @@ class FabricMapTest {
       String peer, String detail, String source) {
     return ContextFinding.newBuilder().setKind(kind).setRank(rank).setDevice(device).setNic(nic).setPort(port)
         .setPeer(peer).setDetail(detail).setSource(source).build();
-  }
-
-  private static Diagnosis verdict(Symptom symptom, List<Integer> ranks, List<String> hosts) {
-    return new Diagnosis(Verdict.HANG, symptom, ranks, hosts, null, 0.85, List.of(), List.of(), List.of(),
-        List.of(), "headline", "recommendation", 0);
   }
 }
