@@ -8,6 +8,7 @@ import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.LogFormat;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -44,8 +45,6 @@ import picocli.CommandLine.Option;
         "2:usage error: a missing or bad option or config value",
         "143:stopped by SIGTERM (130: SIGINT) after a clean close: goodbye sent for every rank"})
 public final class AgentMain implements Callable<Integer> {
-  static final String DEFAULT_DAEMON = "127.0.0.1:50551";
-  static final int DEFAULT_PORT = 50551;
   @Option(names = "--job", paramLabel = "ID", description = "Job id, the same on every node of the job "
       + "(required; letters, digits, . _ -).")
   String job;
@@ -53,7 +52,7 @@ public final class AgentMain implements Callable<Integer> {
   @CommandLine.Mixin
   ClientSecurity security;
 
-  @Option(names = "--daemon", paramLabel = "HOST:PORT", defaultValue = DEFAULT_DAEMON,
+  @Option(names = "--daemon", paramLabel = "HOST:PORT", defaultValue = Contract.DEFAULT_DAEMON,
       description = "Daemon to report to (default ${DEFAULT-VALUE}).")
   String daemon;
 
@@ -217,14 +216,14 @@ public final class AgentMain implements Callable<Integer> {
     String v = value.trim();
     int colon = v.lastIndexOf(':');
     if (v.isEmpty() || colon == 0) {
-      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + DEFAULT_DAEMON + ")");
+      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + Contract.DEFAULT_DAEMON + ")");
     }
     if (colon < 0 || v.endsWith("]")) {
-      return new String[] {v.replace("[", "").replace("]", ""), Integer.toString(DEFAULT_PORT)};
+      return new String[] {v.replace("[", "").replace("]", ""), Integer.toString(Contract.DEFAULT_PORT)};
     }
     String port = v.substring(colon + 1);
     if (!port.matches("\\d{1,5}") || Integer.parseInt(port) < 1 || Integer.parseInt(port) > 65_535) {
-      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + DEFAULT_DAEMON + ")");
+      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + Contract.DEFAULT_DAEMON + ")");
     }
     return new String[] {v.substring(0, colon).replace("[", "").replace("]", ""), port};
   }

@@ -4,6 +4,7 @@ import dev.frdiag.analysis.Ranks;
 import dev.frdiag.cli.analyze.AnalyzeCommand;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.VersionProvider;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.GetReportRequest;
@@ -47,7 +48,7 @@ import picocli.CommandLine;
         "6:out of memory (give it more with FRDIAG_JAVA_OPTS=-Xmx8g)"})
 public final class FrDiagnose implements Callable<Integer> {
   @Option(names = "--daemon", paramLabel = "HOST:PORT", converter = DaemonAddress.Converter.class,
-      defaultValue = DaemonAddress.DEFAULT, scope = CommandLine.ScopeType.INHERIT,
+      defaultValue = Contract.DEFAULT_DAEMON, scope = CommandLine.ScopeType.INHERIT,
       description = "Daemon to ask (default ${DEFAULT-VALUE}).")
   DaemonAddress daemon;
 

@@ -5,6 +5,7 @@ import dev.frdiag.cli.ExitCode;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.VersionProvider;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
 import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
@@ -31,7 +32,7 @@ import picocli.CommandLine.Option;
     exitCodeList = {"0:ran until stopped", "2:usage error", "3:the daemon could not be reached", "5:other failure"})
 public final class FrSim implements Callable<Integer> {
   @Option(names = "--daemon", paramLabel = "HOST:PORT", converter = DaemonAddress.Converter.class,
-      defaultValue = DaemonAddress.DEFAULT, description = "The daemon to report to (default ${DEFAULT-VALUE}).")
+      defaultValue = Contract.DEFAULT_DAEMON, description = "The daemon to report to (default ${DEFAULT-VALUE}).")
   DaemonAddress daemon;
 
   @Option(names = "--job", defaultValue = "sim", description = "Job id the ranks report as (default ${DEFAULT-VALUE}).")
