@@ -4,10 +4,10 @@ import dev.frdiag.agent.probe.NodeProbe;
 import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.agent.relay.InProcessRelay;
 import dev.frdiag.command.ClientSecurity;
+import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.LogFormat;
 import dev.frdiag.command.DurationConverter;
-import dev.frdiag.command.VersionProvider;
 import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
 import io.grpc.ManagedChannel;
@@ -29,7 +29,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code fr-agent}: runs a {@link NodeAgent} for the PyTorch ranks of this node until SIGTERM/SIGINT. */
-@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+@Command(name = "fr-agent", mixinStandardHelpOptions = true,
     sortOptions = false, usageHelpAutoWidth = true,
     description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
         + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, forwards the "
@@ -171,28 +171,13 @@ public final class AgentMain implements Callable<Integer> {
    * Errors are one line on {@code err}.
    */
   static int run(String[] args, PrintWriter out, PrintWriter err) {
-    AgentMain main = new AgentMain();
-    CommandLine cmd;
-    try {
-      cmd = main.commandLine(args);
-    } catch (UsageException e) {
-      err.println("fr-agent: " + e.getMessage());
-      return 2;
-    }
-    cmd.setOut(out).setErr(err);
-    cmd.setParameterExceptionHandler((e, a) -> {
-      err.println("fr-agent: " + main.describe(e) + " (see fr-agent --help)");
-      return 2;
-    });
-    cmd.setExecutionExceptionHandler((e, c, p) -> {
-      if (e instanceof UsageException) {
-        err.println("fr-agent: " + e.getMessage());
-        return 2;
-      }
-      err.println("fr-agent: " + e);
-      return 1;
-    });
-    return cmd.execute(args);
+    return runner(new AgentMain()).output(out, err).execute(args);
+  }
+
+  /** Only the agent's own checks are usage errors: any other exception is a failure, said with its class. */
+  private static CommandRunner runner(AgentMain main) {
+    return CommandRunner.of(main).readConfigFile(file -> main.configRead = file).usageErrors(UsageException.class)
+        .helpHintInline().failures(1, Object::toString);
   }
 
   /**
@@ -202,11 +187,10 @@ public final class AgentMain implements Callable<Integer> {
    */
   static AgentSettings parse(String... args) {
     AgentMain main = new AgentMain();
-    CommandLine cmd = main.commandLine(args);
     try {
-      cmd.parseArgs(args);
-    } catch (CommandLine.ParameterException e) {
-      throw new UsageException(main.describe(e));
+      runner(main).parse(args);
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(e.getMessage());
     }
     return main.settings();
   }
@@ -306,25 +290,6 @@ public final class AgentMain implements Callable<Integer> {
   private String missing(String option) {
     return "missing " + option + (configRead == null ? "" : " (not on the command line nor in " + configRead.file()
         + ")");
-  }
-
-  /**
-   * The command line, with the values of {@code --config} (looked for in {@code args} before parsing, since they
-   * become the options' defaults).
-   */
-  private CommandLine commandLine(String[] args) {
-    CommandLine cmd = new CommandLine(this);
-    try {
-      configRead = ConfigFile.apply(cmd, args);
-    } catch (IllegalArgumentException e) {
-      throw new UsageException(e.getMessage());
-    }
-    return cmd;
-  }
-
-  /** picocli's message, saying so when the bad value came from the config file. */
-  private String describe(CommandLine.ParameterException e) {
-    return configRead == null ? e.getMessage() : configRead.describe(e);
   }
 
   /** Expands a leading {@code ~/}, which shells do not do inside --opt=~/x or config files. */
