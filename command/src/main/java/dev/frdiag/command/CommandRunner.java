@@ -81,7 +81,7 @@ public final class CommandRunner {
     return this;
   }
 
-  /** Which exceptions out of the command are usage errors, printed as their message (default IllegalArgumentException). */
+  /** Which exceptions out of the command are usage errors, said as their message (IllegalArgumentException). */
   public CommandRunner usageErrors(Class<? extends Exception> type) {
     this.usageErrors = Objects.requireNonNull(type, "type");
     return this;
