@@ -4,10 +4,11 @@ import dev.frdiag.agent.probe.NodeProbe;
 import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.agent.relay.InProcessRelay;
 import dev.frdiag.command.ClientSecurity;
+import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.LogFormat;
 import dev.frdiag.command.DurationConverter;
-import dev.frdiag.command.VersionProvider;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -28,7 +29,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code fr-agent}: runs a {@link NodeAgent} for the PyTorch ranks of this node until SIGTERM/SIGINT. */
-@Command(name = "fr-agent", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+@Command(name = "fr-agent", mixinStandardHelpOptions = true,
     sortOptions = false, usageHelpAutoWidth = true,
     description = {"Speaks to the frdiag daemon for the unmodified PyTorch ranks of this node: ships their Flight "
         + "Recorder dumps, writes their debug pipes when the daemon asks for fresh dumps, forwards the "
@@ -44,8 +45,6 @@ import picocli.CommandLine.Option;
         "2:usage error: a missing or bad option or config value",
         "143:stopped by SIGTERM (130: SIGINT) after a clean close: goodbye sent for every rank"})
 public final class AgentMain implements Callable<Integer> {
-  static final String DEFAULT_DAEMON = "127.0.0.1:50551";
-  static final int DEFAULT_PORT = 50551;
   @Option(names = "--job", paramLabel = "ID", description = "Job id, the same on every node of the job "
       + "(required; letters, digits, . _ -).")
   String job;
@@ -53,7 +52,7 @@ public final class AgentMain implements Callable<Integer> {
   @CommandLine.Mixin
   ClientSecurity security;
 
-  @Option(names = "--daemon", paramLabel = "HOST:PORT", defaultValue = DEFAULT_DAEMON,
+  @Option(names = "--daemon", paramLabel = "HOST:PORT", defaultValue = Contract.DEFAULT_DAEMON,
       description = "Daemon to report to (default ${DEFAULT-VALUE}).")
   String daemon;
 
@@ -172,28 +171,13 @@ public final class AgentMain implements Callable<Integer> {
    * Errors are one line on {@code err}.
    */
   static int run(String[] args, PrintWriter out, PrintWriter err) {
-    AgentMain main = new AgentMain();
-    CommandLine cmd;
-    try {
-      cmd = main.commandLine(args);
-    } catch (UsageException e) {
-      err.println("fr-agent: " + e.getMessage());
-      return 2;
-    }
-    cmd.setOut(out).setErr(err);
-    cmd.setParameterExceptionHandler((e, a) -> {
-      err.println("fr-agent: " + main.describe(e) + " (see fr-agent --help)");
-      return 2;
-    });
-    cmd.setExecutionExceptionHandler((e, c, p) -> {
-      if (e instanceof UsageException) {
-        err.println("fr-agent: " + e.getMessage());
-        return 2;
-      }
-      err.println("fr-agent: " + e);
-      return 1;
-    });
-    return cmd.execute(args);
+    return runner(new AgentMain()).output(out, err).execute(args);
+  }
+
+  /** Only the agent's own checks are usage errors: any other exception is a failure, said with its class. */
+  private static CommandRunner runner(AgentMain main) {
+    return CommandRunner.of(main).readConfigFile(file -> main.configRead = file).usageErrors(UsageException.class)
+        .helpHintInline().failures(1, Object::toString);
   }
 
   /**
@@ -203,11 +187,10 @@ public final class AgentMain implements Callable<Integer> {
    */
   static AgentSettings parse(String... args) {
     AgentMain main = new AgentMain();
-    CommandLine cmd = main.commandLine(args);
     try {
-      cmd.parseArgs(args);
-    } catch (CommandLine.ParameterException e) {
-      throw new UsageException(main.describe(e));
+      runner(main).parse(args);
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(e.getMessage());
     }
     return main.settings();
   }
@@ -217,14 +200,14 @@ public final class AgentMain implements Callable<Integer> {
     String v = value.trim();
     int colon = v.lastIndexOf(':');
     if (v.isEmpty() || colon == 0) {
-      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + DEFAULT_DAEMON + ")");
+      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + Contract.DEFAULT_DAEMON + ")");
     }
     if (colon < 0 || v.endsWith("]")) {
-      return new String[] {v.replace("[", "").replace("]", ""), Integer.toString(DEFAULT_PORT)};
+      return new String[] {v.replace("[", "").replace("]", ""), Integer.toString(Contract.DEFAULT_PORT)};
     }
     String port = v.substring(colon + 1);
     if (!port.matches("\\d{1,5}") || Integer.parseInt(port) < 1 || Integer.parseInt(port) > 65_535) {
-      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + DEFAULT_DAEMON + ")");
+      throw new UsageException("--daemon '" + value + "' is not host:port (e.g. " + Contract.DEFAULT_DAEMON + ")");
     }
     return new String[] {v.substring(0, colon).replace("[", "").replace("]", ""), port};
   }
@@ -307,25 +290,6 @@ public final class AgentMain implements Callable<Integer> {
   private String missing(String option) {
     return "missing " + option + (configRead == null ? "" : " (not on the command line nor in " + configRead.file()
         + ")");
-  }
-
-  /**
-   * The command line, with the values of {@code --config} (looked for in {@code args} before parsing, since they
-   * become the options' defaults).
-   */
-  private CommandLine commandLine(String[] args) {
-    CommandLine cmd = new CommandLine(this);
-    try {
-      configRead = ConfigFile.apply(cmd, args);
-    } catch (IllegalArgumentException e) {
-      throw new UsageException(e.getMessage());
-    }
-    return cmd;
-  }
-
-  /** picocli's message, saying so when the bad value came from the config file. */
-  private String describe(CommandLine.ParameterException e) {
-    return configRead == null ? e.getMessage() : configRead.describe(e);
   }
 
   /** Expands a leading {@code ~/}, which shells do not do inside --opt=~/x or config files. */

@@ -1,6 +1,7 @@
 package dev.frdiag.agent;
 
 import dev.frdiag.collector.reporter.ReporterSettings;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.readers.pytorch.DumpReader;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -8,7 +9,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * What a node agent watches and where it reports. Build with {@link #builder()}; every value is validated.
@@ -50,9 +50,6 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
   public static final Duration DEFAULT_PROGRESS_INTERVAL = Duration.ofSeconds(5);
   /** Stands for the global rank in {@link #workerSocket()}. */
   public static final String RANK_PLACEHOLDER = "{rank}";
-  /** The daemon's rule for job ids, checked here so a bad one fails at start and not on every reconnect. */
-  static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
-
   /** PyTorch's default dump prefix: {@code $HOME/.cache/torch/comm_lib_trace_rank_}. */
   public static String defaultDumpPrefix() {
     return Path.of(System.getProperty("user.home"), ".cache", "torch", DumpReader.DEFAULT_PREFIX).toString();
@@ -68,9 +65,9 @@ public record AgentSettings(String jobId, String hostname, int worldSize, List<I
     Objects.requireNonNull(progressInterval, "progressInterval");
     localRanks = List.copyOf(Objects.requireNonNull(localRanks, "localRanks"));
     logFiles = List.copyOf(Objects.requireNonNull(logFiles, "logFiles"));
-    if (!JOB_ID.matcher(jobId).matches()) {
+    if (!Contract.JOB_ID.matcher(jobId).matches()) {
       throw new IllegalArgumentException(jobId.isEmpty() ? "a job id is required"
-          : "invalid job id '" + jobId + "': use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit");
+          : "invalid job id '" + jobId + "': " + Contract.JOB_ID_RULE);
     }
     if (hostname.isEmpty()) {
       throw new IllegalArgumentException("hostname must not be empty");

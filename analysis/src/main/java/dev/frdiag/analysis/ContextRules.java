@@ -1,19 +1,16 @@
 package dev.frdiag.analysis;
 
+import static dev.frdiag.analysis.NodeFindings.hosts;
+import static dev.frdiag.analysis.NodeFindings.peerHost;
+import static dev.frdiag.analysis.NodeFindings.ranksOf;
+
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
-import dev.frdiag.proto.v1.RankEvent;
-import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
-import java.util.stream.Collectors;
 
 /**
  * Weighs what nodes' NCCL logs and InfiniBand counters say against the verdict the ranks' records gave.
@@ -33,171 +30,212 @@ final class ContextRules {
 
   private ContextRules() {}
 
+  /** One rule: the diagnosis it makes of {@code d}, or null when it does not apply. */
+  @FunctionalInterface
+  private interface Rule {
+    Diagnosis apply(Diagnosis d, JobEvidence job, NodeFindings f);
+  }
+
+  /** The rules, strongest first; the first that applies decides (docs/DIAGNOSIS.md, "Context rules"). */
+  private static final List<Rule> RULES = List.of(ContextRules::cudaFailure, ContextRules::gpuXid,
+      ContextRules::processDied, ContextRules::localNicFault, ContextRules::linkFault, ContextRules::launchLag,
+      ContextRules::enqueueLagAlone, ContextRules::deadPeer, ContextRules::peerPathError, ContextRules::rasRefutes);
+
+  /** {@code d} weighed against the job's node findings: the first rule that applies decides, else they are quoted. */
   static Diagnosis apply(Diagnosis d, JobEvidence job) {
-    Map<ContextFinding.Kind, List<ContextFinding>> byKind = new EnumMap<>(ContextFinding.Kind.class);
-    for (NodeContext node : job.context()) {
-      for (ContextFinding f : node.getFindingsList()) {
-        ContextFinding withHost = f.getHost().isEmpty() ? f.toBuilder().setHost(node.getHostname()).build() : f;
-        byKind.computeIfAbsent(f.getKind(), k -> new ArrayList<>()).add(withHost);
-      }
-    }
-    if (byKind.isEmpty()) {
+    NodeFindings f = NodeFindings.of(d, job);
+    if (f == null) {
       return d;
     }
-    List<ContextFinding> gpu = byKind.getOrDefault(ContextFinding.Kind.GPU_FAULT, List.of());
-    List<ContextFinding> nic = byKind.getOrDefault(ContextFinding.Kind.LOCAL_NIC_FAULT, List.of());
-    List<ContextFinding> link = byKind.getOrDefault(ContextFinding.Kind.LINK_FAULT, List.of());
-    List<ContextFinding> quiet = byKind.getOrDefault(ContextFinding.Kind.QUIET, List.of());
-    List<ContextFinding> xid = new ArrayList<>(byKind.getOrDefault(ContextFinding.Kind.XID_DEVICE_FAULT, List.of()));
-    xid.addAll(byKind.getOrDefault(ContextFinding.Kind.XID_APPLICATION_FAULT, List.of()));
-    List<ContextFinding> died = byKind.getOrDefault(ContextFinding.Kind.PROCESS_DIED, List.of());
-    List<ContextFinding> lag = new ArrayList<>(byKind.getOrDefault(ContextFinding.Kind.LAUNCH_LAG, List.of()));
-    List<ContextFinding> enqueueLag = byKind.getOrDefault(ContextFinding.Kind.ENQUEUE_LAG, List.of());
-    if (hangShown(d, job)) {
-      // Where each process stopped enqueuing is where it stands only once the job is known to have stopped.
-      lag.addAll(enqueueLag);
-      enqueueLag = List.of();
-    }
-    List<ContextFinding> consistent = byKind.getOrDefault(ContextFinding.Kind.RAS_CONSISTENT, List.of());
-    List<ContextFinding> peerPath = byKind.getOrDefault(ContextFinding.Kind.PEER_PATH_ERROR, List.of());
-    boolean undecided = d.verdict() != Verdict.HANG || d.symptom() == Symptom.UNKNOWN;
-    Symptom s = d.symptom();
-
-    if (!gpu.isEmpty() && s != Symptom.MISMATCH && (undecided || s == Symptom.FABRIC || s == Symptom.NODE_NETWORK
-        || s == Symptom.GPU_STALL || involves(d, ranksOf(gpu, job)))) {
-      List<Integer> ranks = ranksOf(gpu, job);
-      List<String> hosts = hosts(gpu);
-      String who = ranks.isEmpty() ? "A GPU on " + String.join(", ", hosts)
-          : Wording.capitalize(Wording.who(ranks)) + " (" + String.join(", ", hosts) + ")";
-      return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, 0.95,
-          who + " hit a CUDA failure (" + brief(gpu.get(0)) + "): GPU fault; network errors its peers log are "
-              + "consequences.", quote(Evidence.Kind.GPU_FAULT, gpu, job), Wording.recommendation(Symptom.GPU_STALL));
-    }
-    List<ContextFinding> dead = byKind.getOrDefault(ContextFinding.Kind.DEAD_PEER, List.of());
-    // What a dead GPU or process leaves behind on its peers: quoted after the cause, not weighed against it.
-    List<Evidence> fallout = new ArrayList<>(quote(Evidence.Kind.LOCAL_NIC_FAULT, nic, job));
-    fallout.addAll(quote(Evidence.Kind.LINK_FAULT, link, job));
-    fallout.addAll(quote(Evidence.Kind.DEAD_PEER, dead, job));
-    if (!xid.isEmpty() && s != Symptom.MISMATCH) {
-      List<Evidence> after = new ArrayList<>(quote(Evidence.Kind.PROCESS_DIED, died, job));
-      after.addAll(fallout);
-      Diagnosis out = gpuXid(d, job, xid, undecided, after);
+    for (Rule rule : RULES) {
+      Diagnosis out = rule.apply(d, job, f);
       if (out != null) {
         return out;
       }
     }
-    if (!died.isEmpty() && (undecided || s == Symptom.FABRIC || s == Symptom.NODE_NETWORK)) {
-      // A process that died from outside (a kill signal, the OOM killer) or crashed is where the hang starts: its
-      // peers' transfers to it fail (IB retries exhausted towards its destroyed queue pairs, sockets reset), so
-      // the network errors they log are the expected fallout, not a second fault.
-      List<Integer> ranks = ranksOf(died, job);
-      List<String> hosts = hosts(died);
-      List<Evidence> first = new ArrayList<>(quote(Evidence.Kind.PROCESS_DIED, died, job));
-      first.addAll(fallout);
-      return rewrite(d, Verdict.HANG, Symptom.DEAD_RANK, ranks, hosts, ranks.isEmpty() ? 0.4 : 0.7,
-          processes(died, ranks, hosts) + " died (" + brief(died.get(0)) + "): a process of the job went away; the "
-              + "network errors its peers log follow from it.", first, Wording.recommendation(Symptom.DEAD_RANK));
+    List<Evidence> extra = quotedAlongside(d, job, f);
+    Diagnosis out = noSignOfHang(d, job, f, extra);
+    if (out == null) {
+      out = quietCounters(d, f, extra);
     }
-    if (!nic.isEmpty() && (undecided || s == Symptom.FABRIC || s == Symptom.GPU_STALL && d.confidence() < 0.8)) {
-      List<String> hosts = hosts(nic);
-      List<Integer> ranks = ranksOf(nic, job);
-      return rewrite(d, Verdict.HANG, Symptom.NODE_NETWORK, ranks, hosts, 0.85, "The network path of "
-          + String.join(", ", hosts) + " failed locally (" + brief(nic.get(0)) + "): NIC, GPUDirect RDMA or PCIe "
-          + "on that host, not the fabric.", quote(Evidence.Kind.LOCAL_NIC_FAULT, nic, job),
-          Wording.recommendation(Symptom.NODE_NETWORK));
+    return out != null ? out : withContext(d, extra);
+  }
+
+  /** What a dead GPU or process leaves behind on its peers: quoted after the cause, not weighed against it. */
+  private static List<Evidence> fallout(NodeFindings f, JobEvidence job) {
+    List<Evidence> fallout = new ArrayList<>(quote(Evidence.Kind.LOCAL_NIC_FAULT, f.nic, job));
+    fallout.addAll(quote(Evidence.Kind.LINK_FAULT, f.link, job));
+    fallout.addAll(quote(Evidence.Kind.DEAD_PEER, f.dead, job));
+    return fallout;
+  }
+
+  /** A CUDA failure or out-of-memory makes its rank a GPU culprit; network errors its peers log are consequences. */
+  private static Diagnosis cudaFailure(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> gpu = f.gpu;
+    Symptom s = d.symptom();
+    if (gpu.isEmpty() || s == Symptom.MISMATCH || !(f.undecided || s == Symptom.FABRIC || s == Symptom.NODE_NETWORK
+        || s == Symptom.GPU_STALL || involves(d, ranksOf(gpu, job)))) {
+      return null;
     }
-    if (!link.isEmpty() && (undecided || s == Symptom.FABRIC)) {
-      List<String> hosts = new ArrayList<>(hosts(link));
-      link.stream().map(ContextFinding::getPeer).filter(p -> !p.isEmpty()).map(ContextRules::peerHost).distinct()
-          .filter(p -> !hosts.contains(p)).forEach(hosts::add);
-      ContextFinding first = link.get(0);
-      String local = first.getHost() + (first.getNic().isEmpty() ? "" : " " + first.getNic()
-          + (first.getPort() > 0 ? " port " + first.getPort() : ""));
-      String peer = first.getPeer().isEmpty() ? "" : "peer " + peerHost(first.getPeer());
-      // A WARN PyTorch quoted after "Last error:" has no prefix: only the peer end of the link is known.
-      String where = local.isBlank() ? "The link to " + peer : "The link between " + local
-          + (peer.isEmpty() ? "" : " and " + peer);
-      return rewrite(d, Verdict.HANG, Symptom.FABRIC, List.of(), hosts, 0.85, where + " failed (" + brief(first)
-          + "): fabric, no rank diverged.", quote(Evidence.Kind.LINK_FAULT, link, job),
-          Wording.recommendation(Symptom.FABRIC));
+    List<Integer> ranks = ranksOf(gpu, job);
+    List<String> hosts = hosts(gpu);
+    String who = ranks.isEmpty() ? "A GPU on " + String.join(", ", hosts)
+        : Wording.capitalize(Wording.who(ranks)) + " (" + String.join(", ", hosts) + ")";
+    return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, 0.95,
+        who + " hit a CUDA failure (" + brief(gpu.get(0)) + "): GPU fault; network errors its peers log are "
+            + "consequences.", quote(Evidence.Kind.GPU_FAULT, gpu, job), Wording.recommendation(Symptom.GPU_STALL));
+  }
+
+  /**
+   * A process that died from outside (a kill signal, the OOM killer) or crashed is where the hang starts: its
+   * peers' transfers to it fail (IB retries exhausted towards its destroyed queue pairs, sockets reset), so the
+   * network errors they log are the expected fallout, not a second fault.
+   */
+  private static Diagnosis processDied(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> died = f.died;
+    Symptom s = d.symptom();
+    if (died.isEmpty() || !(f.undecided || s == Symptom.FABRIC || s == Symptom.NODE_NETWORK)) {
+      return null;
     }
-    // A NO_HANG from records (every group seen moving) outweighs one RAS snapshot, which may catch ranks mid-way.
-    if (!lag.isEmpty() && ((undecided && !(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9))
-        || (s == Symptom.CPU_STALL && d.culpritRanks().isEmpty()))) {
-      return launchLag(d, job, lag);
+    List<Integer> ranks = ranksOf(died, job);
+    List<String> hosts = hosts(died);
+    List<Evidence> first = new ArrayList<>(quote(Evidence.Kind.PROCESS_DIED, died, job));
+    first.addAll(fallout(f, job));
+    return rewrite(d, Verdict.HANG, Symptom.DEAD_RANK, ranks, hosts, ranks.isEmpty() ? 0.4 : 0.7,
+        processes(died, ranks, hosts) + " died (" + brief(died.get(0)) + "): a process of the job went away; the "
+            + "network errors its peers log follow from it.", first, Wording.recommendation(Symptom.DEAD_RANK));
+  }
+
+  /** A NIC, GPUDirect RDMA or PCIe fault local to one host is {@code NODE_NETWORK} on that host. */
+  private static Diagnosis localNicFault(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> nic = f.nic;
+    Symptom s = d.symptom();
+    if (nic.isEmpty() || !(f.undecided || s == Symptom.FABRIC || s == Symptom.GPU_STALL && d.confidence() < 0.8)) {
+      return null;
     }
-    if (!enqueueLag.isEmpty() && undecided && !(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9)) {
-      return enqueueLagAlone(d, job, enqueueLag);
+    List<String> hosts = hosts(nic);
+    List<Integer> ranks = ranksOf(nic, job);
+    return rewrite(d, Verdict.HANG, Symptom.NODE_NETWORK, ranks, hosts, 0.85, "The network path of "
+        + String.join(", ", hosts) + " failed locally (" + brief(nic.get(0)) + "): NIC, GPUDirect RDMA or PCIe "
+        + "on that host, not the fabric.", quote(Evidence.Kind.LOCAL_NIC_FAULT, nic, job),
+        Wording.recommendation(Symptom.NODE_NETWORK));
+  }
+
+  /** Link faults (IB status 12, link_downed, port errors) confirm a fabric verdict and name the host, NIC and port. */
+  private static Diagnosis linkFault(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> link = f.link;
+    if (link.isEmpty() || !(f.undecided || d.symptom() == Symptom.FABRIC)) {
+      return null;
     }
-    if (!dead.isEmpty() && undecided) {
-      // A peer closed or reset its sockets or stopped receiving, and nothing stronger (a CUDA fault, a local NIC or
-      // link fault) explains it: the process at the other end went away. Logs alone, so weak.
-      List<String> peers = dead.stream().map(ContextFinding::getPeer).filter(p -> !p.isEmpty())
-          .map(ContextRules::peerHost).distinct().sorted().toList();
-      String who = peers.isEmpty() ? "A peer of " + String.join(", ", hosts(dead)) : "The peer at "
-          + String.join(", ", peers);
-      return rewrite(d, Verdict.HANG, Symptom.DEAD_RANK, List.of(), peers, 0.4, who + " went away ("
-          + brief(dead.get(0)) + "): a rank died or was killed; its peers' errors follow from it.",
-          quote(Evidence.Kind.DEAD_PEER, dead, job), Wording.recommendation(Symptom.DEAD_RANK));
+    List<String> hosts = new ArrayList<>(hosts(link));
+    link.stream().map(ContextFinding::getPeer).filter(p -> !p.isEmpty()).map(NodeFindings::peerHost).distinct()
+        .filter(p -> !hosts.contains(p)).forEach(hosts::add);
+    ContextFinding first = link.get(0);
+    String local = first.getHost() + (first.getNic().isEmpty() ? "" : " " + first.getNic()
+        + (first.getPort() > 0 ? " port " + first.getPort() : ""));
+    String peer = first.getPeer().isEmpty() ? "" : "peer " + peerHost(first.getPeer());
+    // A WARN PyTorch quoted after "Last error:" has no prefix: only the peer end of the link is known.
+    String where = local.isBlank() ? "The link to " + peer : "The link between " + local
+        + (peer.isEmpty() ? "" : " and " + peer);
+    return rewrite(d, Verdict.HANG, Symptom.FABRIC, List.of(), hosts, 0.85, where + " failed (" + brief(first)
+        + "): fabric, no rank diverged.", quote(Evidence.Kind.LINK_FAULT, link, job),
+        Wording.recommendation(Symptom.FABRIC));
+  }
+
+  /**
+   * A peer closed or reset its sockets or stopped receiving, and nothing stronger (a CUDA fault, a local NIC or link
+   * fault) explains it: the process at the other end went away. Logs alone, so weak.
+   */
+  private static Diagnosis deadPeer(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> dead = f.dead;
+    if (dead.isEmpty() || !f.undecided) {
+      return null;
     }
-    if (!peerPath.isEmpty() && (d.verdict() == Verdict.INSUFFICIENT_EVIDENCE
-        || d.verdict() == Verdict.HANG && s == Symptom.UNKNOWN)) {
-      return peerPathError(d, job, peerPath);
+    List<String> peers = dead.stream().map(ContextFinding::getPeer).filter(p -> !p.isEmpty())
+        .map(NodeFindings::peerHost).distinct().sorted().toList();
+    String who = peers.isEmpty() ? "A peer of " + String.join(", ", hosts(dead)) : "The peer at "
+        + String.join(", ", peers);
+    return rewrite(d, Verdict.HANG, Symptom.DEAD_RANK, List.of(), peers, 0.4, who + " went away ("
+        + brief(dead.get(0)) + "): a rank died or was killed; its peers' errors follow from it.",
+        quote(Evidence.Kind.DEAD_PEER, dead, job), Wording.recommendation(Symptom.DEAD_RANK));
+  }
+
+  /**
+   * A CPU stall without culprit is an inference: some member must never have issued the collective the others ran
+   * ahead of. RAS compares every rank's count of launched collectives on every communicator; equal counts say no
+   * rank is behind in launching, which refutes the inference. The hang is then on the device or network side, which
+   * the evidence does not show.
+   */
+  private static Diagnosis rasRefutes(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> consistent = f.consistent;
+    if (consistent.isEmpty() || d.verdict() != Verdict.HANG || d.symptom() != Symptom.CPU_STALL
+        || !d.culpritRanks().isEmpty()) {
+      return null;
     }
-    if (!consistent.isEmpty() && d.verdict() == Verdict.HANG && s == Symptom.CPU_STALL
-        && d.culpritRanks().isEmpty()) {
-      // A CPU stall without culprit is an inference: some member must never have issued the collective the others
-      // ran ahead of. RAS compares every rank's count of launched collectives on every communicator; equal counts
-      // say no rank is behind in launching, which refutes the inference. The hang is then on the device or
-      // network side, which the evidence does not show.
-      List<Evidence> first = new ArrayList<>(quote(Evidence.Kind.RAS_CONSISTENT, consistent, job));
-      Diagnosis out = rewrite(d, Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), 0.3,
-          "NCCL RAS shows every rank at the same collective counts, so no rank failed to launch a collective its "
-              + "peers launched: the stuck collective is held up on the GPU or network side, which the evidence "
-              + "does not show.", first, "Collect more evidence: " + VerdictRules.MISSING_AFTER_TIMEOUT + ".");
-      return withMissing(out, VerdictRules.MISSING_AFTER_TIMEOUT);
-    }
+    List<Evidence> first = new ArrayList<>(quote(Evidence.Kind.RAS_CONSISTENT, consistent, job));
+    Diagnosis out = rewrite(d, Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), 0.3,
+        "NCCL RAS shows every rank at the same collective counts, so no rank failed to launch a collective its "
+            + "peers launched: the stuck collective is held up on the GPU or network side, which the evidence "
+            + "does not show.", first, "Collect more evidence: " + VerdictRules.MISSING_AFTER_TIMEOUT + ".");
+    return withMissing(out, VerdictRules.MISSING_AFTER_TIMEOUT);
+  }
+
+  /**
+   * The findings no rule weighed, quoted to go with the verdict; first, when none of them is a fault, that the NCCL
+   * logs show no failure.
+   */
+  private static List<Evidence> quotedAlongside(Diagnosis d, JobEvidence job, NodeFindings f) {
     List<Evidence> extra = new ArrayList<>();
-    extra.addAll(quote(Evidence.Kind.DEAD_PEER, dead, job));
-    extra.addAll(quote(Evidence.Kind.PROCESS_DIED, died, job));
-    extra.addAll(quote(Evidence.Kind.GPU_XID, xid, job));
-    extra.addAll(quote(Evidence.Kind.LAUNCH_LAG, lag, job));
-    extra.addAll(quote(Evidence.Kind.PEER_PATH_ERROR, peerPath, job));
-    extra.addAll(quote(Evidence.Kind.RAS_CONSISTENT, consistent, job));
-    extra.addAll(quote(Evidence.Kind.CONGESTION, byKind.getOrDefault(ContextFinding.Kind.CONGESTION, List.of()),
-        job));
-    extra.addAll(quote(Evidence.Kind.NOTE, byKind.getOrDefault(ContextFinding.Kind.NOTE, List.of()), job));
-    boolean faults = byKind.keySet().stream().anyMatch(k -> k != ContextFinding.Kind.NOTE
-        && k != ContextFinding.Kind.QUIET && k != ContextFinding.Kind.CONGESTION
-        && k != ContextFinding.Kind.HEALTHY_SETUP && k != ContextFinding.Kind.RAS_CONSISTENT);
-    if (!faults) {
+    extra.addAll(quote(Evidence.Kind.DEAD_PEER, f.dead, job));
+    extra.addAll(quote(Evidence.Kind.PROCESS_DIED, f.died, job));
+    extra.addAll(quote(Evidence.Kind.GPU_XID, f.xid, job));
+    extra.addAll(quote(Evidence.Kind.LAUNCH_LAG, f.lag, job));
+    extra.addAll(quote(Evidence.Kind.PEER_PATH_ERROR, f.peerPath, job));
+    extra.addAll(quote(Evidence.Kind.RAS_CONSISTENT, f.consistent, job));
+    extra.addAll(quote(Evidence.Kind.CONGESTION, f.of(ContextFinding.Kind.CONGESTION), job));
+    extra.addAll(quote(Evidence.Kind.NOTE, f.of(ContextFinding.Kind.NOTE), job));
+    if (!f.faults()) {
       List<String> hosts = job.context().stream().map(NodeContext::getHostname).filter(h -> !h.isEmpty())
           .distinct().sorted().toList();
       extra.add(0, new Evidence(Evidence.Kind.NO_FAILURE_LOGGED, List.of(), "The NCCL logs" + (hosts.isEmpty() ? ""
           : " of " + String.join(", ", hosts)) + " show no failure (no WARN that points at a GPU, NIC or link)"));
-      boolean everyNodeHealthy = job.context().stream().allMatch(n -> n.getFindingsList().stream()
-          .anyMatch(f -> f.getKind() == ContextFinding.Kind.HEALTHY_SETUP));
-      if (job.ranks().isEmpty() && d.verdict() == Verdict.INSUFFICIENT_EVIDENCE && everyNodeHealthy) {
-        // Nothing from the ranks, and every node's NCCL log shows its communicators set up with not one line of
-        // trouble: no sign of a hang. Weak, since a hang that prints nothing looks the same.
-        return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.4, "No sign of a hang: NCCL set "
-            + "its communicators up and no line of the logs reports trouble; no rank's watchdog line or Flight "
-            + "Recorder dump is here.", extra,
-            "If the job did hang, add the ranks' training logs (watchdog lines) or Flight Recorder dumps.");
-      }
     }
-    if (s == Symptom.FABRIC && !quiet.isEmpty()) {
-      // No error counter moved anywhere we can see: the fabric is not confirmed, so no link is named.
-      extra.add(new Evidence(Evidence.Kind.QUIET_COUNTERS, List.of(), "No InfiniBand error, wait or "
-          + "retransmission counter moved on " + String.join(", ", hosts(quiet)) + " during the hang: this points away from the fabric "
-          + "(check the GPUs and NCCL logs of the members)"));
-      return rewrite(d, d.verdict(), d.symptom(), d.culpritRanks(), List.of(), Math.min(d.confidence(), 0.4),
-          d.headline(), extra, d.recommendation());
+    return extra;
+  }
+
+  /**
+   * Nothing from the ranks, and every node's NCCL log shows its communicators set up with not one line of trouble:
+   * no sign of a hang. Weak, since a hang that prints nothing looks the same.
+   */
+  private static Diagnosis noSignOfHang(Diagnosis d, JobEvidence job, NodeFindings f, List<Evidence> extra) {
+    if (f.faults() || !job.ranks().isEmpty() || d.verdict() != Verdict.INSUFFICIENT_EVIDENCE
+        || !job.context().stream().allMatch(n -> n.getFindingsList().stream()
+            .anyMatch(x -> x.getKind() == ContextFinding.Kind.HEALTHY_SETUP))) {
+      return null;
     }
+    return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.4, "No sign of a hang: NCCL set "
+        + "its communicators up and no line of the logs reports trouble; no rank's watchdog line or Flight "
+        + "Recorder dump is here.", extra,
+        "If the job did hang, add the ranks' training logs (watchdog lines) or Flight Recorder dumps.");
+  }
+
+  /** No error counter moved anywhere we can see: the fabric is not confirmed, so no link is named. */
+  private static Diagnosis quietCounters(Diagnosis d, NodeFindings f, List<Evidence> extra) {
+    if (d.symptom() != Symptom.FABRIC || f.quiet.isEmpty()) {
+      return null;
+    }
+    extra.add(new Evidence(Evidence.Kind.QUIET_COUNTERS, List.of(), "No InfiniBand error, wait or "
+        + "retransmission counter moved on " + String.join(", ", hosts(f.quiet)) + " during the hang: this points "
+        + "away from the fabric (check the GPUs and NCCL logs of the members)"));
+    return rewrite(d, d.verdict(), d.symptom(), d.culpritRanks(), List.of(), Math.min(d.confidence(), 0.4),
+        d.headline(), extra, d.recommendation());
+  }
+
+  /** {@code d} with context that changes nothing after the evidence the verdict rests on. */
+  private static Diagnosis withContext(Diagnosis d, List<Evidence> extra) {
     if (extra.isEmpty()) {
       return d;
     }
-    // Context that changes nothing comes after the evidence the verdict rests on.
     List<Evidence> after = new ArrayList<>(d.evidence());
     after.addAll(extra);
     return new Diagnosis(d.verdict(), d.symptom(), d.culpritRanks(), d.culpritHosts(), d.collective(),
@@ -211,9 +249,15 @@ final class ContextRules {
    * driver's own word on the hardware (0.85), an application fault usually the program's (0.7). On no known rank's
    * GPU it is a lead, not a culprit: an undecided verdict becomes insufficient evidence of a GPU stall.
    */
-  private static Diagnosis gpuXid(Diagnosis d, JobEvidence job, List<ContextFinding> xid, boolean undecided,
-      List<Evidence> fallout) {
+  private static Diagnosis gpuXid(Diagnosis d, JobEvidence job, NodeFindings found) {
+    List<ContextFinding> xid = found.xid;
     Symptom s = d.symptom();
+    if (xid.isEmpty() || s == Symptom.MISMATCH) {
+      return null;
+    }
+    boolean undecided = found.undecided;
+    List<Evidence> fallout = new ArrayList<>(quote(Evidence.Kind.PROCESS_DIED, found.died, job));
+    fallout.addAll(fallout(found, job));
     List<Integer> ranks = ranksOf(xid, job);
     List<ContextFinding> device = xid.stream()
         .filter(f -> f.getKind() == ContextFinding.Kind.XID_DEVICE_FAULT).toList();
@@ -268,7 +312,13 @@ final class ContextRules {
    * one their peers did: host-side stragglers (CPU side), and the ranks ahead wait for them. One snapshot; a
    * spread that stays while RAS is queried again settles it, which is why it is weak alone.
    */
-  private static Diagnosis launchLag(Diagnosis d, JobEvidence job, List<ContextFinding> lag) {
+  private static Diagnosis launchLag(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> lag = f.lag;
+    // A NO_HANG from records (every group seen moving) outweighs one RAS snapshot, which may catch ranks mid-way.
+    if (lag.isEmpty() || !((f.undecided && !(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9))
+        || (d.symptom() == Symptom.CPU_STALL && d.culpritRanks().isEmpty()))) {
+      return null;
+    }
     List<Integer> ranks = ranksOf(lag, job);
     List<String> hosts = hosts(lag);
     double confidence = d.symptom() == Symptom.CPU_STALL && d.verdict() == Verdict.HANG
@@ -294,18 +344,16 @@ final class ContextRules {
         quote(Evidence.Kind.LAUNCH_LAG, lag, job), recommendation);
   }
 
-  /** True when the evidence shows the job hung: a verdict of HANG, or a rank's watchdog timed out or stopped. */
-  private static boolean hangShown(Diagnosis d, JobEvidence job) {
-    return d.verdict() == Verdict.HANG || job.ranks().stream().flatMap(r -> r.events().stream())
-        .anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT || e.getKind() == RankEvent.Kind.WATCHDOG_STUCK);
-  }
-
   /**
    * COLL lines where some processes stopped enqueuing before their peers, and nothing says the job hung: the best
    * reading is a host-side straggler, but a log cut from a running job looks the same (ranks launch
    * asynchronously), so it names no culprit until a timeout or a stall says the job stopped there.
    */
-  private static Diagnosis enqueueLagAlone(Diagnosis d, JobEvidence job, List<ContextFinding> lag) {
+  private static Diagnosis enqueueLagAlone(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> lag = f.enqueueLag;
+    if (lag.isEmpty() || !f.undecided || d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9) {
+      return null;
+    }
     List<Integer> ranks = ranksOf(lag, job);
     List<String> hosts = hosts(lag);
     String who = ranks.isEmpty() ? "Processes on " + String.join(", ", hosts)
@@ -321,7 +369,12 @@ final class ContextRules {
    * A completion error towards a named peer that cannot tell the peer's death from the path's failure: both make
    * the transfer fail the same way. It is evidence that something broke between two hosts, not a verdict.
    */
-  private static Diagnosis peerPathError(Diagnosis d, JobEvidence job, List<ContextFinding> peerPath) {
+  private static Diagnosis peerPathError(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> peerPath = f.peerPath;
+    if (peerPath.isEmpty() || !(d.verdict() == Verdict.INSUFFICIENT_EVIDENCE
+        || d.verdict() == Verdict.HANG && d.symptom() == Symptom.UNKNOWN)) {
+      return null;
+    }
     ContextFinding first = peerPath.get(0);
     String peer = first.getPeer().isEmpty() ? "" : peerHost(first.getPeer());
     String from = first.getHost().isEmpty() ? "" : " from " + first.getHost();
@@ -415,45 +468,6 @@ final class ContextRules {
           + " findings"));
     }
     return out;
-  }
-
-  /**
-   * The ranks findings are about: stated, or found among the ranks' identities on the finding's host by CUDA
-   * device, process id or GPU bus id (the driver prints "0000:dc:00", a rank's identity "0000:dc:00.0"). A pid or
-   * bus id is only unique on one host, so a finding without a host maps to no rank by them.
-   */
-  static List<Integer> ranksOf(List<ContextFinding> findings, JobEvidence job) {
-    Set<Integer> out = new TreeSet<>();
-    for (ContextFinding f : findings) {
-      if (f.getRank() >= 0) {
-        out.add(f.getRank());
-        continue;
-      }
-      String bus = f.getGpuBusId().toLowerCase(Locale.ROOT);
-      for (RankEvidence r : job.ranks()) {
-        RankIdentity id = r.identity();
-        if (f.getHost().isEmpty() || !id.getHostname().equals(f.getHost())) {
-          continue;
-        }
-        if (f.getDevice() >= 0 && id.getCudaDevice() == f.getDevice()
-            || f.getPid() > 0 && id.getPid() == f.getPid()
-            || !bus.isEmpty() && id.getGpuBusId().toLowerCase(Locale.ROOT).startsWith(bus)) {
-          out.add(r.rank());
-        }
-      }
-    }
-    return List.copyOf(out);
-  }
-
-  private static List<String> hosts(List<ContextFinding> findings) {
-    return findings.stream().map(ContextFinding::getHost).filter(h -> !h.isEmpty()).distinct().sorted()
-        .collect(Collectors.toList());
-  }
-
-  /** "10.0.0.7<54862>" as NCCL prints a peer: the address without the port. */
-  static String peerHost(String peer) {
-    int lt = peer.indexOf('<');
-    return lt > 0 ? peer.substring(0, lt) : peer;
   }
 
   private static String brief(ContextFinding f) {

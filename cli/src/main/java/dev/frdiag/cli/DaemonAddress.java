@@ -1,20 +1,19 @@
 package dev.frdiag.cli;
 
 import dev.frdiag.command.ClientSecurity;
+import dev.frdiag.proto.Contract;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import picocli.CommandLine;
 
 /** A daemon's host:port as given on the command line. */
 public record DaemonAddress(String host, int port) {
-  public static final String DEFAULT = "127.0.0.1:50551";
-
-  /** Parses "host:port", "[v6]:port" or a bare host (default port 50551). */
+  /** Parses "host:port", "[v6]:port" or a bare host (the default port). */
   public static DaemonAddress parse(String value) {
     String v = value.trim();
     int colon = v.lastIndexOf(':');
     if (colon < 0 || v.endsWith("]")) {
-      return new DaemonAddress(v, 50551);
+      return new DaemonAddress(v, Contract.DEFAULT_PORT);
     }
     try {
       int port = Integer.parseInt(v.substring(colon + 1));
@@ -23,7 +22,7 @@ public record DaemonAddress(String host, int port) {
       }
       return new DaemonAddress(v.substring(0, colon).replace("[", "").replace("]", ""), port);
     } catch (NumberFormatException e) {
-      throw new CommandLine.TypeConversionException("'" + value + "' is not host:port (e.g. 127.0.0.1:50551)");
+      throw new CommandLine.TypeConversionException("'" + value + "' is not host:port (e.g. " + Contract.DEFAULT_DAEMON + ")");
     }
   }
 

@@ -1,5 +1,7 @@
 package dev.frdiag.cli;
 
+import dev.frdiag.command.CommandRunner;
+
 /** The documented exit codes of {@code fr-diagnose} and {@code fr-demo}. */
 public final class ExitCode {
   /** No hang: every process group is making progress. */
@@ -7,7 +9,7 @@ public final class ExitCode {
   /** A hang was diagnosed (the report names the culprit). */
   public static final int HANG = 1;
   /** The command line was wrong. */
-  public static final int USAGE = 2;
+  public static final int USAGE = CommandRunner.USAGE;
   /** The daemon could not be reached, or the job or report is unknown to it. */
   public static final int UNREACHABLE_OR_UNKNOWN = 3;
   /** A hang may exist but the evidence does not support a verdict. */

@@ -3,7 +3,8 @@ package dev.frdiag.cli;
 import dev.frdiag.analysis.Ranks;
 import dev.frdiag.cli.analyze.AnalyzeCommand;
 import dev.frdiag.command.ClientSecurity;
-import dev.frdiag.command.VersionProvider;
+import dev.frdiag.command.CommandRunner;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.GetReportRequest;
@@ -35,7 +36,7 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine;
 
 /** {@code fr-diagnose}: asks the daemon which rank diverged, on which collective, and why. */
-@Command(name = "fr-diagnose", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+@Command(name = "fr-diagnose", mixinStandardHelpOptions = true,
     description = {"Prints the hang diagnosis of a job: the culprit rank(s), the collective, the symptom and the "
         + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
         + "none is stored."},
@@ -47,7 +48,7 @@ import picocli.CommandLine;
         "6:out of memory (give it more with FRDIAG_JAVA_OPTS=-Xmx8g)"})
 public final class FrDiagnose implements Callable<Integer> {
   @Option(names = "--daemon", paramLabel = "HOST:PORT", converter = DaemonAddress.Converter.class,
-      defaultValue = DaemonAddress.DEFAULT, scope = CommandLine.ScopeType.INHERIT,
+      defaultValue = Contract.DEFAULT_DAEMON, scope = CommandLine.ScopeType.INHERIT,
       description = "Daemon to ask (default ${DEFAULT-VALUE}).")
   DaemonAddress daemon;
 
@@ -101,37 +102,23 @@ public final class FrDiagnose implements Callable<Integer> {
 
   /** Runs the command with output going to {@code out} and one-line errors to {@code err}; returns the exit code. */
   public static int run(String[] args, PrintWriter out, PrintWriter err) {
-    CommandLine cmd = new CommandLine(new FrDiagnose());
-    cmd.setOut(out).setErr(err);
-    cmd.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
-      Throwable cause = e;
-      if (cause instanceof IllegalArgumentException) {
-        err.println("fr-diagnose: " + cause.getMessage());
-        return ExitCode.USAGE;
-      }
-      if (cause instanceof StatusRuntimeException s) {
-        boolean unreachable = s.getStatus().getCode() == io.grpc.Status.Code.UNAVAILABLE
-            || s.getStatus().getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED;
-        CommandLine root = commandLine;
-        while (root.getParent() != null) {
-          root = root.getParent();
-        }
-        String where = root.getCommand() instanceof FrDiagnose f ? f.daemon.toString() : "the daemon";
-        err.println("fr-diagnose: " + s.getStatus().getCode() + ": " + (unreachable
-            ? "cannot reach the daemon at " + where + " (" + describe(s) + "); start one with bin/fr-daemon"
-            : describe(s)));
-        boolean known = s.getStatus().getCode() == io.grpc.Status.Code.NOT_FOUND;
-        return unreachable || known ? ExitCode.UNREACHABLE_OR_UNKNOWN : ExitCode.FAILURE;
-      }
-      err.println("fr-diagnose: " + cause.getClass().getSimpleName() + ": " + cause.getMessage());
-      return ExitCode.FAILURE;
-    });
-    cmd.setParameterExceptionHandler((e, a) -> {
-      err.println("fr-diagnose: " + e.getMessage());
-      err.println("Try 'fr-diagnose --help'.");
-      return ExitCode.USAGE;
-    });
-    return cmd.execute(args);
+    return CommandRunner.of(new FrDiagnose()).output(out, err).on(StatusRuntimeException.class, FrDiagnose::failed)
+        .failures(ExitCode.FAILURE).execute(args);
+  }
+
+  /** A call the daemon failed: its status, said so a user knows what to do, and the exit code it documents. */
+  private static CommandRunner.Outcome failed(StatusRuntimeException s, CommandLine commandLine) {
+    boolean unreachable = s.getStatus().getCode() == io.grpc.Status.Code.UNAVAILABLE
+        || s.getStatus().getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED;
+    CommandLine root = commandLine;
+    while (root.getParent() != null) {
+      root = root.getParent();
+    }
+    String where = root.getCommand() instanceof FrDiagnose f ? f.daemon.toString() : "the daemon";
+    boolean known = s.getStatus().getCode() == io.grpc.Status.Code.NOT_FOUND;
+    return new CommandRunner.Outcome(s.getStatus().getCode() + ": " + (unreachable
+        ? "cannot reach the daemon at " + where + " (" + describe(s) + "); start one with bin/fr-daemon"
+        : describe(s)), unreachable || known ? ExitCode.UNREACHABLE_OR_UNKNOWN : ExitCode.FAILURE);
   }
 
   private static String describe(StatusRuntimeException s) {

@@ -1,12 +1,12 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.LogFormat;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.alert.AlertTarget;
 import dev.frdiag.daemon.store.Retention;
-import dev.frdiag.command.VersionProvider;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,7 +19,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /** {@code fr-daemon}: runs the daemon until SIGTERM/SIGINT. */
-@Command(name = "fr-daemon", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+@Command(name = "fr-daemon", mixinStandardHelpOptions = true,
     subcommands = TokenCommand.class,
     description = "Runs the frdiag daemon: collects flight-recorder data from ranks, detects hangs, writes reports.",
     exitCodeListHeading = "%nExit codes:%n",
@@ -136,44 +136,27 @@ public final class DaemonMain implements Callable<Integer> {
 
   /** Parses {@code args} (and the config file they name) and runs the daemon; returns the exit code. */
   static int run(String[] args) {
-    CommandLine cmd = new CommandLine(new DaemonMain()).setCaseInsensitiveEnumValuesAllowed(true);
-    ConfigFile file;
-    try {
-      file = ConfigFile.apply(cmd, args);
-    } catch (IllegalArgumentException e) {
-      System.err.println("fr-daemon: " + e.getMessage());
-      return 2;
-    }
-    cmd.setParameterExceptionHandler((e, a) -> {
-      System.err.println("fr-daemon: " + (file == null ? e.getMessage() : file.describe(e)));
-      System.err.println("Try 'fr-daemon --help'.");
-      return 2;
-    });
-    return cmd.execute(args);
+    return CommandRunner.of(new CommandLine(new DaemonMain()).setCaseInsensitiveEnumValuesAllowed(true))
+        .readConfigFile().execute(args);
   }
 
+  /** @throws IllegalArgumentException a usage error: a bad option or setting, said as its message */
   @Override
   public Integer call() throws InterruptedException {
     if (!logFormat.equals("text") && !logFormat.equals("json")) {
-      System.err.println("fr-daemon: --log-format must be text or json, got '" + logFormat + "'");
-      return 2;
+      throw new IllegalArgumentException("--log-format must be text or json, got '" + logFormat + "'");
     }
-    DaemonSettings settings;
-    try {
-      settings = DaemonSettings.builder().bindAddress(bind).port(port).dataDir(dataDir).stallTimeout(stallTimeout)
-          .heartbeatTimeout(heartbeatTimeout).snapshotDeadline(snapshotDeadline).maxMessageBytes(maxMessageBytes)
-          .window(window).limits(Limits.builder().maxJobs(maxJobs).maxGroupsPerRank(maxGroupsPerRank)
-              .maxContextBytesPerJob(maxContextBytes).maxRecordsPerJob(maxRecordsPerJob).jobIdleExpiry(jobIdleExpiry)
-              .maxSnapshotDeadline(maxSnapshotDeadline).diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
-              .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
-              .build()).metricsPort(metricsPort).webPort(webPort)
-          .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure))
-          .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)
-              .filter(a -> !a.isEmpty()).map(AlertTarget::parse).toList()).build();
-    } catch (IllegalArgumentException e) {
-      System.err.println("fr-daemon: " + e.getMessage());
-      return 2;
-    }
+    DaemonSettings settings = DaemonSettings.builder().bindAddress(bind).port(port).dataDir(dataDir)
+        .stallTimeout(stallTimeout).heartbeatTimeout(heartbeatTimeout).snapshotDeadline(snapshotDeadline)
+        .maxMessageBytes(maxMessageBytes).window(window).limits(Limits.builder().maxJobs(maxJobs)
+            .maxGroupsPerRank(maxGroupsPerRank).maxContextBytesPerJob(maxContextBytes)
+            .maxRecordsPerJob(maxRecordsPerJob).jobIdleExpiry(jobIdleExpiry).maxSnapshotDeadline(maxSnapshotDeadline)
+            .diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
+            .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
+            .build()).metricsPort(metricsPort).webPort(webPort)
+        .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure))
+        .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)
+            .filter(a -> !a.isEmpty()).map(AlertTarget::parse).toList()).build();
     Daemon daemon;
     try {
       daemon = new Daemon(settings).start();

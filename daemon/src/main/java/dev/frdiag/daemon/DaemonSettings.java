@@ -2,6 +2,7 @@ package dev.frdiag.daemon;
 
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.alert.AlertTarget;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,7 +13,7 @@ import java.util.Objects;
  * How a daemon runs. Build with {@link #builder()}; every value is validated.
  *
  * @param bindAddress address to listen on (default 127.0.0.1; use 0.0.0.0 to serve a cluster)
- * @param port TCP port (default 50551; 0 picks a free one)
+ * @param port TCP port (default {@link Contract#DEFAULT_PORT}; 0 picks a free one)
  * @param dataDir where reports are stored (default ./frdiag-data)
  * @param stallTimeout how long a process group with outstanding work may make no progress before an
  *     incident opens (default 30 s)
@@ -37,7 +38,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     int webPort) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
-  public static final int DEFAULT_PORT = 50551;
+  public static final int DEFAULT_PORT = Contract.DEFAULT_PORT;
   public static final Path DEFAULT_DATA_DIR = Path.of("frdiag-data");
   public static final Duration DEFAULT_STALL_TIMEOUT = Duration.ofSeconds(30);
   public static final Duration DEFAULT_HEARTBEAT_TIMEOUT = Duration.ofSeconds(15);

@@ -1,8 +1,8 @@
 package dev.frdiag.demo;
 
 import dev.frdiag.cli.ExitCode;
+import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.DurationConverter;
-import dev.frdiag.command.VersionProvider;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.proto.v1.ReportEnvelope;
@@ -35,7 +35,7 @@ import picocli.CommandLine;
  * {@code fr-demo}: an embedded daemon, simulated ranks streaming to it over real gRPC on loopback, an injected
  * hang, and the diagnosis the daemon writes for it.
  */
-@Command(name = "fr-demo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+@Command(name = "fr-demo", mixinStandardHelpOptions = true,
     description = {"Starts a daemon on 127.0.0.1 (free port, temporary data dir), runs simulated training ranks "
         + "that report to it over gRPC, injects a fault and prints the diagnosis the daemon writes.",
         "Progress goes to stderr, the diagnosis to stdout."},
@@ -95,18 +95,7 @@ public final class FrDemo implements Callable<Integer> {
 
   /** Runs the demo with the diagnosis on {@code out} and progress on {@code err}; returns the exit code. */
   public static int run(String[] args, PrintWriter out, PrintWriter err) {
-    CommandLine cmd = new CommandLine(new FrDemo()).setOut(out).setErr(err);
-    cmd.setParameterExceptionHandler((e, a) -> {
-      err.println("fr-demo: " + e.getMessage());
-      err.println("Try 'fr-demo --help'.");
-      return ExitCode.USAGE;
-    });
-    cmd.setExecutionExceptionHandler((e, c, p) -> {
-      err.println("fr-demo: " + (e instanceof IllegalArgumentException ? "" : e.getClass().getSimpleName() + ": ")
-          + e.getMessage());
-      return e instanceof IllegalArgumentException ? ExitCode.USAGE : ExitCode.FAILURE;
-    });
-    return cmd.execute(args);
+    return CommandRunner.of(new FrDemo()).output(out, err).failures(ExitCode.FAILURE).execute(args);
   }
 
   @Override

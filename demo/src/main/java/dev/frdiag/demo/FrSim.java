@@ -3,8 +3,9 @@ package dev.frdiag.demo;
 import dev.frdiag.cli.DaemonAddress;
 import dev.frdiag.cli.ExitCode;
 import dev.frdiag.command.ClientSecurity;
+import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.DurationConverter;
-import dev.frdiag.command.VersionProvider;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
 import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
@@ -23,7 +24,7 @@ import picocli.CommandLine.Option;
  * {@code fr-sim}: simulated training ranks that stream to a daemon running elsewhere, with an injected fault, so
  * the cluster service can be tried in three terminals (daemon, ranks, {@code fr-diagnose}).
  */
-@Command(name = "fr-sim", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+@Command(name = "fr-sim", mixinStandardHelpOptions = true,
     description = {"Runs N simulated training ranks that report to an frdiag daemon over gRPC, and injects a fault.",
         "The ranks keep running (hung, once the fault hits) until Ctrl-C or --duration; ask the daemon with "
             + "fr-diagnose meanwhile. Progress goes to stderr."},
@@ -31,7 +32,7 @@ import picocli.CommandLine.Option;
     exitCodeList = {"0:ran until stopped", "2:usage error", "3:the daemon could not be reached", "5:other failure"})
 public final class FrSim implements Callable<Integer> {
   @Option(names = "--daemon", paramLabel = "HOST:PORT", converter = DaemonAddress.Converter.class,
-      defaultValue = DaemonAddress.DEFAULT, description = "The daemon to report to (default ${DEFAULT-VALUE}).")
+      defaultValue = Contract.DEFAULT_DAEMON, description = "The daemon to report to (default ${DEFAULT-VALUE}).")
   DaemonAddress daemon;
 
   @Option(names = "--job", defaultValue = "sim", description = "Job id the ranks report as (default ${DEFAULT-VALUE}).")
@@ -91,18 +92,7 @@ public final class FrSim implements Callable<Integer> {
 
   /** Runs {@code sim} with progress on {@code err}; returns the exit code. */
   static int run(FrSim sim, String[] args, PrintWriter err) {
-    CommandLine cmd = new CommandLine(sim).setOut(err).setErr(err);
-    cmd.setParameterExceptionHandler((e, a) -> {
-      err.println("fr-sim: " + e.getMessage());
-      err.println("Try 'fr-sim --help'.");
-      return ExitCode.USAGE;
-    });
-    cmd.setExecutionExceptionHandler((e, c, p) -> {
-      err.println("fr-sim: " + (e instanceof IllegalArgumentException ? "" : e.getClass().getSimpleName() + ": ")
-          + e.getMessage());
-      return e instanceof IllegalArgumentException ? ExitCode.USAGE : ExitCode.FAILURE;
-    });
-    return cmd.execute(args);
+    return CommandRunner.of(sim).output(err, err).failures(ExitCode.FAILURE).execute(args);
   }
 
   /** Ends a running simulation: its ranks say goodbye and the command returns. */

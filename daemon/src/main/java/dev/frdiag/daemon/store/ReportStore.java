@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.store;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
@@ -39,10 +40,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class ReportStore {
   private static final Logger log = LoggerFactory.getLogger(ReportStore.class);
-  /** Job ids become directory names, so they are restricted to a safe alphabet. */
-  public static final Pattern JOB_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
   // Up to 18 digits, so every number fits a long and the next one still matches.
-  private static final Pattern REPORT_ID = Pattern.compile("(" + JOB_ID.pattern() + ")-(\\d{6,18})");
+  private static final Pattern REPORT_ID = Pattern.compile("(" + Contract.JOB_ID.pattern() + ")-(\\d{6,18})");
   /** Larger files are not reports this daemon wrote. */
   static final long MAX_REPORT_BYTES = 64L * 1024 * 1024;
   /** Reports kept in memory while the disk refuses them; beyond this the oldest is given up. */
@@ -99,7 +98,7 @@ public final class ReportStore {
       synchronized (lock) {
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(root)) {
           for (Path entry : entries) {
-            if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS) && JOB_ID.matcher(entry.getFileName().toString()).matches()) {
+            if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS) && Contract.JOB_ID.matcher(entry.getFileName().toString()).matches()) {
               load(entry);
             } else {
               log.warn("ignoring {}: not a job's report directory", entry);
@@ -389,9 +388,8 @@ public final class ReportStore {
   }
 
   private static void requireJobId(String job) {
-    if (job == null || !JOB_ID.matcher(job).matches()) {
-      throw new IllegalArgumentException("invalid job id '" + job + "': use 1-128 of A-Z a-z 0-9 . _ - "
-          + "starting with a letter or digit");
+    if (job == null || !Contract.JOB_ID.matcher(job).matches()) {
+      throw new IllegalArgumentException("invalid job id '" + job + "': " + Contract.JOB_ID_RULE);
     }
   }
 

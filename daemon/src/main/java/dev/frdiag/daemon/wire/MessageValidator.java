@@ -1,7 +1,7 @@
 package dev.frdiag.daemon.wire;
 
-import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.CommsId;
+import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.Hello;
@@ -40,9 +40,9 @@ final class MessageValidator {
       throw new IllegalArgumentException("Hello has no identity");
     }
     RankIdentity id = hello.getIdentity();
-    if (!ReportStore.JOB_ID.matcher(id.getJobId()).matches()) {
+    if (!Contract.JOB_ID.matcher(id.getJobId()).matches()) {
       throw new IllegalArgumentException("invalid job_id '" + abbreviate(id.getJobId())
-          + "': use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit");
+          + "': " + Contract.JOB_ID_RULE);
     }
     if (id.getWorldSize() < 1 || id.getWorldSize() > MAX_WORLD_SIZE) {
       throw new IllegalArgumentException("world_size " + id.getWorldSize() + " is outside 1.." + MAX_WORLD_SIZE);
@@ -158,7 +158,7 @@ final class MessageValidator {
 
   /** @throws IllegalArgumentException describing the first problem */
   static void context(NodeContext node) {
-    if (!ReportStore.JOB_ID.matcher(node.getJobId()).matches()) {
+    if (!Contract.JOB_ID.matcher(node.getJobId()).matches()) {
       throw new IllegalArgumentException("invalid job_id '" + abbreviate(node.getJobId()) + "'");
     }
     if (node.getHostname().isEmpty() || node.getHostname().length() > 255) {
