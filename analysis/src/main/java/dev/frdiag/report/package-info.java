@@ -1,6 +1,7 @@
 /**
  * The postmortem report a diagnosis becomes, and its forms: the {@code frdiag.report/v1} JSON, which is a public
- * contract whose fields are only ever added, plain text, Markdown and a self-contained HTML page. Depends on the analysis model only; it must
- * not depend on the daemon, the CLI or gRPC services.
+ * contract whose fields are only ever added, plain text, Markdown and a self-contained HTML page. Every report's
+ * timeline, the daemon's and {@code fr-diagnose analyze}'s, is built by {@link dev.frdiag.report.Timeline}.
+ * Depends on the analysis model only; it must not depend on the daemon, the CLI or gRPC services.
  */
 package dev.frdiag.report;

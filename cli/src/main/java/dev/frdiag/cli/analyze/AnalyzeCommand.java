@@ -19,6 +19,7 @@ import dev.frdiag.readers.pytorch.WatchdogLine;
 import dev.frdiag.readers.pytorch.WatchdogLogReader;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportText;
+import dev.frdiag.report.Timeline;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -196,15 +197,10 @@ public final class AnalyzeCommand implements Callable<Integer> {
     Diagnosis d = HangAnalyzer.analyze(input);
     long analysed = System.nanoTime();
     Instant now = Instant.now();
-    List<Report.TimelineEntry> timeline = new ArrayList<>();
-    if (d.stuckSinceNs() > 0 && d.collective() != null) {
-      timeline.add(new Report.TimelineEntry(Instant.ofEpochSecond(0, d.stuckSinceNs()).toString(),
-          "first divergence: " + d.collective().label() + " issued by its first member; it never completed"));
-    }
-    timeline.add(new Report.TimelineEntry(now.toString(), String.format("read %d dump files and %d logs in %d ms; "
-        + "analysed %d ranks in %d ms", dumpFiles, logFiles, (read - started) / 1_000_000, input.ranks().size(),
-        (analysed - read) / 1_000_000)));
-    Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline);
+    Timeline timeline = new Timeline().firstDivergence(d).add(now, String.format("read %d dump files and %d logs "
+        + "in %d ms; analysed %d ranks in %d ms", dumpFiles, logFiles, (read - started) / 1_000_000,
+        input.ranks().size(), (analysed - read) / 1_000_000));
+    Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline.entries());
     if (parent != null) {
       return parent.show(report);
     }
