@@ -1,7 +1,6 @@
 package dev.frdiag.cli;
 
 import dev.frdiag.analysis.Ranks;
-import dev.frdiag.cli.analyze.AnalyzeCommand;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.command.CommandRunner;
 import dev.frdiag.proto.Contract;
@@ -15,18 +14,12 @@ import dev.frdiag.proto.v1.ListReportsResponse;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.ReportSummary;
 import dev.frdiag.report.Report;
-import dev.frdiag.report.ReportHtml;
 import dev.frdiag.report.ReportJson;
-import dev.frdiag.report.ReportText;
 import dev.frdiag.report.UntrustedText;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Instant;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -169,31 +162,8 @@ public final class FrDiagnose implements Callable<Integer> {
    * Prints {@code report} as text, or JSON with --json, and writes its page with --html; returns the exit code its
    * verdict gives.
    */
-  public int show(Report report) {
-    PrintWriter out = spec.commandLine().getOut();
-    out.print(json ? ReportJson.write(report) + "\n" : ReportText.plain(report));
-    out.flush();
-    if (html != null) {
-      writePage(report, html);
-      spec.commandLine().getErr().println("fr-diagnose: report page written to " + html.toAbsolutePath());
-    }
-    return ExitCode.of(report.verdict());
-  }
-
-  /** Written beside the target and moved into place, so a reader never opens half a page. */
-  private static void writePage(Report report, Path file) {
-    Path dir = file.toAbsolutePath().getParent();
-    try {
-      Path tmp = Files.createTempFile(dir, ".frdiag-page", ".tmp");
-      try {
-        Files.writeString(tmp, ReportHtml.page(report), StandardCharsets.UTF_8);
-        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-      } finally {
-        Files.deleteIfExists(tmp);
-      }
-    } catch (IOException e) {
-      throw new IllegalArgumentException("cannot write the report page to " + file + ": " + e, e);
-    }
+  int show(Report report) {
+    return new ReportOutput(spec.commandLine().getOut(), spec.commandLine().getErr(), json, html).show(report);
   }
 
   interface StubCall {

@@ -14,9 +14,9 @@ import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportSink;
+import dev.frdiag.report.Timeline;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -174,11 +174,11 @@ public final class Investigator {
   public CompletableFuture<Report> investigate(Job job, Report.Trigger trigger, Duration requestedDeadline) {
     Duration deadline = requestedDeadline.compareTo(limits.maxSnapshotDeadline()) > 0 ? limits.maxSnapshotDeadline()
         : requestedDeadline;
-    List<Report.TimelineEntry> timeline = new ArrayList<>();
+    Timeline timeline = new Timeline();
     Instant start = clock.get();
     long detectedNanos = nanoTime.getAsLong();
     metrics.incidentOpened(trigger);
-    timeline.add(new Report.TimelineEntry(start.toString(), describe(trigger)));
+    timeline.add(start, describe(trigger));
     long id = requestIds.incrementAndGet();
     Gather gather = new Gather(job.id(), nanoTime);
     pending.put(id, gather);
@@ -191,9 +191,9 @@ public final class Investigator {
     String standing = "the windows of " + standIns.size() + (asked.isEmpty() ? " connected" : " other")
         + " ranks stand for theirs (every record had reached the daemon at most " + standInAge.toMillis()
         + " ms before)";
-    timeline.add(new Report.TimelineEntry(start.toString(), asked.isEmpty() ? "no snapshot requested: " + standing
+    timeline.add(start, asked.isEmpty() ? "no snapshot requested: " + standing
         : "snapshots requested from " + asked.size() + " connected ranks (deadline " + deadline.toMillis() + " ms)"
-            + (standIns.isEmpty() ? "" : "; " + standing)));
+            + (standIns.isEmpty() ? "" : "; " + standing));
     gather.expect(asked);
     // Stragglers: once nearly every rank answered and the replies stopped coming, waiting out the deadline for the
     // last few only delays the answer; their stored windows stand in for them and the report says so.
@@ -216,28 +216,23 @@ public final class Investigator {
           metrics.snapshotsMissed(asked.size() - replies.size());
           Instant gathered = clock.get();
           if (!asked.isEmpty()) {
-            timeline.add(new Report.TimelineEntry(gathered.toString(), replies.size() + " of " + asked.size()
-                + " snapshots received after " + Duration.between(start, gathered).toMillis() + " ms"));
+            timeline.add(gathered, replies.size() + " of " + asked.size() + " snapshots received after "
+                + Duration.between(start, gathered).toMillis() + " ms");
           }
           JobEvidence evidence = job.evidence(replies, standIns, epochNanos(gathered), stallThreshold,
               "no snapshot within " + deadline.toMillis() + " ms");
           Instant built = clock.get();
           Diagnosis diagnosis = HangAnalyzer.analyze(evidence);
-          if (diagnosis.stuckSinceNs() > 0 && diagnosis.collective() != null) {
-            Instant since = Instant.ofEpochSecond(0, diagnosis.stuckSinceNs());
-            // Comes first: the hang began before anyone noticed it.
-            timeline.add(0, new Report.TimelineEntry(since.toString(), "first divergence: "
-                + diagnosis.collective().label() + " issued by its first member; it never completed"));
-          }
+          timeline.firstDivergence(diagnosis);
           Instant now = clock.get();
-          timeline.add(new Report.TimelineEntry(now.toString(), "analysed " + evidence.ranks().size()
-              + " ranks in " + Duration.between(gathered, now).toMillis() + " ms; report written"));
+          timeline.add(now, "analysed " + evidence.ranks().size() + " ranks in "
+              + Duration.between(gathered, now).toMillis() + " ms; report written");
           log.info("job={} evidence of {} ranks ({} snapshots said their records were on the stream) built in {} ms,"
               + " analysed in {} ms", job.id(), evidence.ranks().size(),
               replies.values().stream().filter(DumpReply::getRecordsOnStream).count(),
               Duration.between(gathered, built).toMillis(), Duration.between(built, now).toMillis());
           Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now,
-              diagnosis, timeline, job.scheduler());
+              diagnosis, timeline.entries(), job.scheduler());
           // Logged before it is stored: whatever the disk does, the verdict is not lost.
           log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
               report.verdict(), report.symptom(), report.culpritRanks(), trigger);

@@ -1,4 +1,4 @@
-package dev.frdiag.cli.analyze;
+package dev.frdiag.evidence;
 
 import dev.frdiag.analysis.Liveness;
 import dev.frdiag.analysis.RankEvidence;

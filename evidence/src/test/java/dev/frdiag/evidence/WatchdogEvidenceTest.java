@@ -1,4 +1,4 @@
-package dev.frdiag.cli.analyze;
+package dev.frdiag.evidence;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package dev.frdiag.cli.analyze;
+package dev.frdiag.evidence;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -7,8 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.regex.Pattern;
 
-/** What a file given to {@code fr-diagnose analyze} is, decided by its content, never by its name. */
-public enum InputKind {
+/** What a file given to {@link EvidenceReader} is, decided by its content, never by its name. */
+enum InputKind {
   /** A PyTorch Flight Recorder dump written by the C++ pickler (or Python's). */
   PICKLE_DUMP,
   /** A PyTorch Flight Recorder dump in the JSON variant. */

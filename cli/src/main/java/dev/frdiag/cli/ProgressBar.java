@@ -1,12 +1,14 @@
-package dev.frdiag.cli.analyze;
+package dev.frdiag.cli;
 
+import dev.frdiag.evidence.ReadProgress;
 import java.io.PrintWriter;
 
 /**
  * A one-line progress bar on stderr for long reads ("reading 37/512 files [=====>     ]"), redrawn in place and
- * cleared when done. Silent when disabled (-q) or when there is too little work to be worth showing.
+ * cleared when done: how {@code analyze} shows a batch of files being read. Silent when disabled (-q) or when
+ * there is too little work to be worth showing.
  */
-final class ProgressBar implements AutoCloseable {
+final class ProgressBar implements ReadProgress.Batch {
   private static final int WIDTH = 30;
   /** Fewer items than this finish before a bar would be read. */
   static final int MIN_ITEMS = 8;
@@ -25,7 +27,8 @@ final class ProgressBar implements AutoCloseable {
     this.enabled = enabled && total >= MIN_ITEMS;
   }
 
-  void step() {
+  @Override
+  public void step() {
     done++;
     if (!enabled) {
       return;

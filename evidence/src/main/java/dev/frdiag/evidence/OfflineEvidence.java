@@ -1,4 +1,4 @@
-package dev.frdiag.cli.analyze;
+package dev.frdiag.evidence;
 
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
@@ -12,7 +12,6 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
-import dev.frdiag.proto.v1.Shape;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.readers.pytorch.PgStatus;
 import dev.frdiag.readers.pytorch.WatchdogLine;
@@ -20,17 +19,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 
 /**
  * Turns what a user has after a hang (Flight Recorder dumps, watchdog lines from training logs) into the evidence
  * the daemon's analysis reads, so offline and live diagnoses come from one engine.
  */
-public final class OfflineEvidence {
+final class OfflineEvidence {
   private final List<String> unread = new ArrayList<>();
   private final Map<Integer, FlightRecorderDump> dumps = new TreeMap<>();
   private final Map<Integer, String> unreadable = new TreeMap<>();

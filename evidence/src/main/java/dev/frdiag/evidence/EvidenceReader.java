@@ -1,0 +1,313 @@
+package dev.frdiag.evidence;
+
+import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.proto.v1.NodeContext;
+import dev.frdiag.readers.context.ContextFindings;
+import dev.frdiag.readers.context.NodeLogs;
+import dev.frdiag.readers.nccl.NcclLog;
+import dev.frdiag.readers.nccl.NcclLogParser;
+import dev.frdiag.readers.nccl.NotAnNcclLogException;
+import dev.frdiag.readers.pytorch.DumpFileResult;
+import dev.frdiag.readers.pytorch.DumpFolder;
+import dev.frdiag.readers.pytorch.DumpFormatException;
+import dev.frdiag.readers.pytorch.DumpReader;
+import dev.frdiag.readers.pytorch.WatchdogLine;
+import dev.frdiag.readers.pytorch.WatchdogLogReader;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletionService;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+
+/**
+ * Reads what a job left behind (folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training
+ * logs with watchdog lines, kernel logs with Xid lines, launcher output, NCCL RAS reports) into the one
+ * {@link JobEvidence} the analysis takes. Each file's kind is told by its content; a file that cannot be read is
+ * reported and the others are still read. Immutable; each {@link #read} is independent.
+ */
+public final class EvidenceReader {
+  /** The job name evidence is read under when none is given. */
+  public static final String DEFAULT_JOB = "offline";
+
+  /**
+   * Threads that read dump files: decoding is CPU-bound, and two keep both cores of a small machine busy while
+   * bounding the memory of dumps being read at once.
+   */
+  static final int READ_THREADS = 2;
+
+  private final String job;
+  private final int worldSize;
+  private final Optional<String> dumpPrefix;
+
+  private EvidenceReader(Builder b) {
+    this.job = b.job;
+    this.worldSize = b.worldSize;
+    this.dumpPrefix = b.dumpPrefix;
+  }
+
+  /** A reader with the defaults: job {@value #DEFAULT_JOB}, world size inferred, dump prefix inferred. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * What reading gave.
+   *
+   * @param evidence the job's evidence; empty when nothing readable was found (files that could not be read say
+   *     nothing about where the job is: with only those, every rank would look idle and the job healthy)
+   * @param dumpFiles the Flight Recorder dump files read or tried
+   * @param logFiles the log files read
+   */
+  public record Gathered(Optional<JobEvidence> evidence, int dumpFiles, int logFiles) {
+    public Gathered {
+      Objects.requireNonNull(evidence, "evidence");
+    }
+  }
+
+  /**
+   * Reads {@code paths} (folders of dumps and the logs beside them, single files) in order. A pipe, socket or
+   * device among them is skipped: PyTorch's debug pipes live beside its dumps, and opening a FIFO nobody writes
+   * would wait forever.
+   *
+   * @param progress told of each batch of files as it is read, of each file that could not be used, and last of
+   *     each input that gave nothing
+   * @throws UnusableInputException when a path does not exist, or is a folder whose dumps cannot be listed; what
+   *     was read before it is dropped
+   * @throws IOException when a log cannot be read
+   */
+  public Gathered read(List<Path> paths, ReadProgress progress)
+      throws UnusableInputException, IOException, InterruptedException {
+    return new Reading(Objects.requireNonNull(progress, "progress")).all(paths);
+  }
+
+  /** One {@link #read}: what has been gathered so far. */
+  private final class Reading {
+    private final ReadProgress progress;
+    private final DumpReader reader = DumpReader.create();
+    private final OfflineEvidence evidence = new OfflineEvidence().worldSize(worldSize);
+    private final List<String> notes = new ArrayList<>();
+    private int dumpFiles;
+    private int logFiles;
+
+    Reading(ReadProgress progress) {
+      this.progress = progress;
+    }
+
+    Gathered all(List<Path> paths) throws UnusableInputException, IOException, InterruptedException {
+      for (Path path : paths) {
+        if (!Files.exists(path)) {
+          throw new UnusableInputException(path + ": no such file or directory");
+        }
+        List<Path> files = new ArrayList<>();
+        if (Files.isDirectory(path)) {
+          files.addAll(folder(path));
+        } else if (!Files.isRegularFile(path)) {
+          progress.problem("skipping " + path + ": not a regular file (a pipe, socket or device)");
+          continue;
+        } else {
+          files.add(path);
+        }
+        try (ReadProgress.Batch batch = progress.batch("files", files.size())) {
+          for (Path file : files) {
+            file(file);
+            batch.step();
+          }
+        }
+      }
+      for (String note : notes) {
+        progress.note(note);
+        evidence.unread(note);
+      }
+      return new Gathered(evidence.isEmpty() ? Optional.empty() : Optional.of(evidence.build(job)), dumpFiles,
+          logFiles);
+    }
+
+    /** Reads the dumps of folder {@code dir}; returns the logs beside them, which are evidence too. */
+    private List<Path> folder(Path dir) throws UnusableInputException, IOException, InterruptedException {
+      DumpFolder.Listing folder;
+      try {
+        folder = reader.listFolder(dir, dumpPrefix);
+      } catch (DumpFormatException e) {
+        throw new UnusableInputException(e.getMessage(), e);
+      }
+      List<DumpFileResult> failed;
+      try (ReadProgress.Batch batch = progress.batch("dumps", folder.files().size())) {
+        failed = dumps(folder.files(), batch);
+      }
+      dumpFiles += folder.files().size();
+      for (DumpFileResult r : failed) {
+        progress.problem(r.error().getMessage());
+        evidence.unreadable(r.rank(), r.error().problem());
+      }
+      notes.addAll(folder.notes());
+      // Other files that are not logs were already noted by the folder reader.
+      Set<Path> dumps = new HashSet<>();
+      folder.files().forEach(f -> dumps.add(f.path()));
+      List<Path> logs = new ArrayList<>();
+      try (Stream<Path> others = Files.list(dir)) {
+        for (Path f : others.filter(f -> !dumps.contains(f) && Files.isRegularFile(f)).sorted().toList()) {
+          if (InputKind.of(f).isLog()) {
+            logs.add(f);
+          }
+        }
+      }
+      return logs;
+    }
+
+    private void file(Path file) throws IOException {
+      switch (InputKind.of(file)) {
+        case PICKLE_DUMP, JSON_DUMP -> {
+          dumpFiles++;
+          try {
+            evidence.add(reader.read(file));
+          } catch (DumpFormatException e) {
+            progress.problem(e.getMessage());
+            DumpReader.rankFromFileName(file.getFileName().toString())
+                .ifPresent(rank -> evidence.unreadable(rank, e.problem()));
+          }
+        }
+        case NCCL_LOG, TRAINING_LOG, KERNEL_LOG -> {
+          logFiles++;
+          log(file);
+        }
+        case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, NCCL log or training log; skipped");
+      }
+    }
+
+    private void log(Path file) throws IOException {
+      List<WatchdogLine> lines = WatchdogLogReader.read(file);
+      evidence.add(lines);
+      boolean nccl = false;
+      try {
+        NcclLog log = NcclLogParser.create().parse(file);
+        nccl = log.ncclLineCount() > 0 || !log.topologies().isEmpty() || !log.events().isEmpty();
+        if (nccl) {
+          // A training log that holds no NCCL line says nothing of NCCL: no "the NCCL logs show no failure".
+          ContextFindings.nodes(job, log).forEach(evidence::add);
+        }
+      } catch (NotAnNcclLogException e) {
+        // A training or kernel log without NCCL lines: its other lines are all it offers.
+      }
+      // Xid lines, launchers' and the kernel's reports of dead processes, NCCL RAS reports.
+      List<NodeContext> nodes = NodeLogs.read(job, file);
+      nodes.forEach(evidence::add);
+      if (lines.isEmpty() && !nccl && nodes.isEmpty()) {
+        notes.add(file + ": no PyTorch watchdog line and no NCCL line");
+      }
+    }
+
+    /**
+     * Reads {@code files} on {@link #READ_THREADS} threads and hands each dump to the evidence as soon as it is
+     * read, on this thread, so a large folder is never held whole: at most a few full dumps are in memory at once.
+     *
+     * @return the files that could not be read, in the listing's order
+     */
+    private List<DumpFileResult> dumps(List<DumpFolder.DumpFile> files, ReadProgress.Batch batch)
+        throws InterruptedException {
+      Map<Path, DumpFileResult> failed = new HashMap<>();
+      ExecutorService pool = Executors.newFixedThreadPool(READ_THREADS, r -> {
+        Thread t = new Thread(r, "fr-diagnose-read");
+        t.setDaemon(true);
+        return t;
+      });
+      try {
+        CompletionService<DumpFileResult> done = new ExecutorCompletionService<>(pool);
+        int submitted = 0;
+        for (int taken = 0; taken < files.size(); taken++) {
+          // A bounded window: readers never run further ahead of this thread than a few files.
+          while (submitted < files.size() && submitted - taken < 2 * READ_THREADS) {
+            DumpFolder.DumpFile f = files.get(submitted++);
+            done.submit(() -> read(f));
+          }
+          DumpFileResult r = result(done.take());
+          if (r.isOk()) {
+            evidence.add(r.dump());
+          } else {
+            failed.put(r.file(), r);
+          }
+          batch.step();
+        }
+      } finally {
+        pool.shutdownNow();
+      }
+      List<DumpFileResult> inOrder = new ArrayList<>(failed.size());
+      for (DumpFolder.DumpFile f : files) {
+        if (failed.containsKey(f.path())) {
+          inOrder.add(failed.get(f.path()));
+        }
+      }
+      return inOrder;
+    }
+
+    private DumpFileResult read(DumpFolder.DumpFile f) {
+      try {
+        return DumpFileResult.of(reader.read(f.path(), f.rank()));
+      } catch (DumpFormatException e) {
+        return DumpFileResult.of(f.path(), f.rank(), e);
+      }
+    }
+  }
+
+  private static DumpFileResult result(Future<DumpFileResult> f) throws InterruptedException {
+    try {
+      return f.get();
+    } catch (ExecutionException e) {
+      // The reader turns every problem with a file into a DumpFormatException; what is left is not about a file.
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException re) {
+        throw re;
+      }
+      if (cause instanceof Error error) {
+        throw error;
+      }
+      throw new IllegalStateException(cause);
+    }
+  }
+
+  /** Configures an {@link EvidenceReader}. */
+  public static final class Builder {
+    private String job = DEFAULT_JOB;
+    private int worldSize;
+    private Optional<String> dumpPrefix = Optional.empty();
+
+    private Builder() {}
+
+    /** The job name the evidence and the node context it holds are read under. */
+    public Builder job(String job) {
+      this.job = Objects.requireNonNull(job, "job");
+      return this;
+    }
+
+    /**
+     * Ranks in the job, for when not every rank left a file; 0 (the default) infers it from the group memberships
+     * and ranks seen, and so does any value smaller than what was seen.
+     */
+    public Builder worldSize(int worldSize) {
+      this.worldSize = worldSize;
+      return this;
+    }
+
+    /** The dump file name prefix before the rank, for folders holding several; null infers it. */
+    public Builder dumpPrefix(String prefix) {
+      this.dumpPrefix = Optional.ofNullable(prefix);
+      return this;
+    }
+
+    public EvidenceReader build() {
+      return new EvidenceReader(this);
+    }
+  }
+}

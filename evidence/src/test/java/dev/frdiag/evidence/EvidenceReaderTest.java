@@ -1,0 +1,86 @@
+package dev.frdiag.evidence;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.frdiag.analysis.JobEvidence;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class EvidenceReaderTest {
+  @TempDir
+  Path dir;
+
+  /** What a reader told, in order. */
+  private static final class Told implements ReadProgress {
+    final List<String> said = new ArrayList<>();
+
+    @Override
+    public Batch batch(String label, int total) {
+      said.add(label + " " + total);
+      return new Batch() {
+        @Override
+        public void step() {
+          said.add("step");
+        }
+
+        @Override
+        public void close() {
+          said.add("done");
+        }
+      };
+    }
+
+    @Override
+    public void problem(String message) {
+      said.add("problem: " + message);
+    }
+
+    @Override
+    public void note(String note) {
+      said.add("note: " + note);
+    }
+  }
+
+  @Test
+  void aFolderOfDumpsIsOneJobsEvidenceReadInBatchesWhatItLeftOutNotedLast() throws Exception {
+    Path folder = Path.of("..", "testing", "src", "test", "resources", "fr_dumps", "nvrx_lock_gil_1st");
+    Told told = new Told();
+
+    EvidenceReader.Gathered g = EvidenceReader.builder().job("j").build().read(List.of(folder), told);
+
+    assertThat(g.dumpFiles()).isEqualTo(16);
+    assertThat(g.logFiles()).isZero();
+    JobEvidence e = g.evidence().orElseThrow();
+    assertThat(e.jobId()).isEqualTo("j");
+    assertThat(e.ranks()).hasSize(16);
+    List<String> steps = new ArrayList<>(List.of("dumps 16"));
+    steps.addAll(Collections.nCopies(16, "step"));
+    steps.addAll(List.of("done", "files 0", "done", "note: ignored fault_injection.log: not named <prefix><rank>"));
+    assertThat(told.said).containsExactlyElementsOf(steps);
+  }
+
+  @Test
+  void aPathThatIsNotThereStopsTheRead() {
+    Path missing = dir.resolve("nope");
+    assertThatThrownBy(() -> EvidenceReader.builder().build().read(List.of(missing), ReadProgress.SILENT))
+        .isInstanceOf(UnusableInputException.class).hasMessage(missing + ": no such file or directory");
+  }
+
+  @Test
+  void filesThatSayNothingGiveNoEvidenceAndAreNoted() throws Exception {
+    Path notes = Files.writeString(dir.resolve("notes.txt"), "lunch at noon\n");
+    Told told = new Told();
+
+    EvidenceReader.Gathered g = EvidenceReader.builder().build().read(List.of(notes), told);
+
+    assertThat(g.evidence()).isEmpty();
+    assertThat(told.said).containsExactly("files 1", "step", "done",
+        "note: " + notes + ": not a Flight Recorder dump, NCCL log or training log; skipped");
+  }
+}
