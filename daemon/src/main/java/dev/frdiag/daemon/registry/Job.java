@@ -4,7 +4,6 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.Liveness;
 import dev.frdiag.analysis.RankEvidence;
-import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
@@ -16,7 +15,7 @@ import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankStatus;
-import dev.frdiag.proto.v1.RecordTemplate;
+import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,7 +27,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.IntFunction;
+import java.util.function.Predicate;
 
 /**
  * One training job as the daemon tracks it: its ranks, their latest progress and ring windows, and its
@@ -263,30 +262,78 @@ public final class Job {
   }
 
   /**
-   * Takes in a batch of {@code rank}'s records, checked by the caller.
+   * Takes in a batch of {@code rank}'s records on {@code session}: its new templates kept in {@code templates} (the
+   * stream's own table), and every template and record checked against that table and the groups the rank
+   * announced. Nothing is taken in from a batch that fails a check, nor from a stream that no longer speaks for the
+   * rank.
    *
-   * @param templates the shared fields ({@link #template}) of each template id the records name
+   * @throws IllegalArgumentException describing the batch's first malformed template or record
    */
-  public void records(int rank, String session, List<CollectiveRecord> records,
-      IntFunction<CollectiveRecord> templates, List<InternedFrame> frames, long dropped, long nowNanos) {
+  public void records(int rank, String session, RecordBatch batch, TemplateTable templates, long nowNanos) {
     synchronized (lock) {
+      Predicate<String> announced = announced(rank);
+      templates.add(batch.getTemplatesList(), announced, interner::shared);
+      templates.check(batch.getRecordsList(), announced);
       RankState r = current(rank, session);
       if (r == null) {
         return;
       }
       heard(r, nowNanos);
-      r.droppedRecords = Math.max(r.droppedRecords, dropped);
+      r.droppedRecords = Math.max(r.droppedRecords, batch.getDroppedRecords());
       if (r.window == null) {
         r.window = new RankWindow(window);
       }
-      for (CollectiveRecord rec : records) {
+      for (CollectiveRecord rec : batch.getRecordsList()) {
         // A record that carries its own group and op is its own shared part, its strings and lists the job's.
-        r.window.put(rec, rec.getTemplateId() != 0 ? templates.apply(rec.getTemplateId()) : interner.intern(rec));
+        r.window.put(rec, rec.getTemplateId() != 0 ? templates.get(rec.getTemplateId()) : interner.intern(rec));
       }
-      for (InternedFrame f : frames) {
+      for (InternedFrame f : batch.getFramesList()) {
         r.putFrame(f.getId(), interner.frame(f.getFrame()));
       }
     }
+  }
+
+  /**
+   * {@code rank}'s snapshot {@code reply} as an investigation keeps it: its newest {@link #window} records (a rank
+   * that ignores the request's {@code max_records}, an older client, must not make the daemon hold its whole ring for
+   * every rank of a large job), checked against the templates it carries and the groups the rank announced, and when
+   * {@code keep}, with its records whole and sharing what this job's kept records repeat ({@link RecordInterner}): a
+   * snapshot of every rank arrives at once, and as parsed from the wire it took four times the memory of the
+   * windows themselves (a 1 GB heap filled at 4,096 ranks before any reply was read). A reply not kept (late, or
+   * never asked for) is checked all the same.
+   *
+   * @return the reply to keep; null when not {@code keep}
+   * @throws IllegalArgumentException describing the reply's first malformed template or record
+   */
+  public DumpReply snapshot(int rank, DumpReply reply, boolean keep) {
+    DumpReply newest = newest(reply, window);
+    if (newest.getRecordsCount() == 0 && newest.getTemplatesCount() == 0 && newest.getFramesCount() == 0) {
+      // Nothing to check or share (a reply whose records are on the stream): no need to wait for the job's lock.
+      return keep ? newest : null;
+    }
+    synchronized (lock) {
+      Predicate<String> announced = announced(rank);
+      TemplateTable templates = keep ? new TemplateTable() : TemplateTable.checkOnly();
+      templates.add(newest.getTemplatesList(), announced, interner::shared);
+      templates.check(newest.getRecordsList(), announced);
+      return keep ? interner.shared(newest, templates::get) : null;
+    }
+  }
+
+  /** {@code reply} with only its newest {@code max} records. */
+  static DumpReply newest(DumpReply reply, int max) {
+    int n = reply.getRecordsCount();
+    if (n <= max) {
+      return reply;
+    }
+    return reply.toBuilder().clearRecords().addAllRecords(reply.getRecordsList().subList(n - max, n)).build();
+  }
+
+  /** Whether {@code rank} announced a group of a name, whichever stream speaks for it. */
+  @GuardedBy("lock")
+  private Predicate<String> announced(int rank) {
+    RankState r = ranks.get(rank);
+    return r == null ? name -> false : r.groups::containsKey;
   }
 
   public void event(int rank, String session, RankEvent event, long nowNanos) {
@@ -339,41 +386,10 @@ public final class Job {
     return window;
   }
 
-  /**
-   * {@code reply} with its records sharing what this job's kept records repeat ({@link RecordInterner}): a
-   * snapshot of every rank arrives at once, and as parsed from the wire it took four times the memory of the
-   * windows themselves (a 1 GB heap filled at 4,096 ranks before any reply was read).
-   */
-  public DumpReply compact(DumpReply reply, IntFunction<CollectiveRecord> templates) {
-    if (reply.getRecordsCount() == 0 && reply.getFramesCount() == 0) {
-      // Nothing to share (a reply whose records are on the stream): no need to wait for the job's lock.
-      return reply;
-    }
-    synchronized (lock) {
-      DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames().clearTemplates();
-      for (CollectiveRecord r : reply.getRecordsList()) {
-        b.addRecords(r.getTemplateId() != 0
-            ? RecordTemplates.complete(templates.apply(r.getTemplateId()), r)
-            : interner.intern(r));
-      }
-      for (InternedFrame f : reply.getFramesList()) {
-        b.addFrames(f.toBuilder().setFrame(interner.frame(f.getFrame())));
-      }
-      return b.build();
-    }
-  }
-
   /** Whether a rank of this job announced a group equal to {@code group} (members, layout, name) and it was kept. */
   public boolean holdsGroup(ProcessGroup group) {
     synchronized (lock) {
       return sharedGroups.containsKey(group);
-    }
-  }
-
-  /** The job's shared copy of what {@code template} stands for, for records that name it. */
-  public CollectiveRecord template(RecordTemplate template) {
-    synchronized (lock) {
-      return interner.intern(RecordTemplates.fields(template).build());
     }
   }
 

@@ -1,11 +1,13 @@
 package dev.frdiag.daemon.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.frdiag.daemon.Limits;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
@@ -51,6 +53,10 @@ class JobTest {
   private static List<CollectiveRecord> allReduces(int n, IntFunction<CollectiveState> state) {
     return IntStream.range(0, n).mapToObj(i -> CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0")
         .setOp("all_reduce").setCollectiveSeq(i).setTimeCreatedNs(1 + i).setState(state.apply(i)).build()).toList();
+  }
+
+  private static RecordBatch batch(List<CollectiveRecord> records) {
+    return RecordBatch.newBuilder().addAllRecords(records).build();
   }
 
   /** A heartbeat of both ranks at {@code seconds} on the daemon's clock, with these seqs on the world group. */
@@ -230,7 +236,7 @@ class JobTest {
       records.add(CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0").setOp("all_reduce")
           .setCollectiveSeq(i).setTimeCreatedNs(1 + i).build());
     }
-    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    job.records(0, "s0", batch(records), new TemplateTable(), 1);
 
     List<CollectiveRecord> kept = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
     assertThat(kept).hasSize(Limits.MIN_WINDOW);
@@ -242,28 +248,55 @@ class JobTest {
 
   @Test
   void aSnapshotReplyNamingTemplatesIsTakenInAsTheWholeRecordsTheyStandFor() {
-    Job job = new Job("j", 1, 512, 0);
+    Job job = twoRanks();
     RecordTemplate template = RecordTemplate.newBuilder().setId(1).setProcessGroup("0").setOp("all_reduce")
         .addInputDtypes("Float").addFrameIds(4).setBackend("nccl").build();
-    CollectiveRecord shared = job.template(template);
     CollectiveRecord whole = CollectiveRecord.newBuilder().setRecordId(3).setProcessGroup("0").setOp("all_reduce")
         .addInputDtypes("Float").addFrameIds(4).setBackend("nccl").setCollectiveSeq(2)
         .setState(CollectiveState.STARTED).setTimeCreatedNs(10).setTimeStartedNs(11).build();
     CollectiveRecord naming = whole.toBuilder().clearProcessGroup().clearOp().clearInputDtypes().clearFrameIds()
         .clearBackend().setTemplateId(1).build();
+    job.records(0, "s0", batch(List.of(whole)), new TemplateTable(), 1);
+    CollectiveRecord kept = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records().get(0);
 
-    DumpReply compact = job.compact(DumpReply.newBuilder().setRequestId(1).addTemplates(template)
-        .addRecords(naming).build(), id -> id == 1 ? shared : null);
+    DumpReply compact = job.snapshot(1, DumpReply.newBuilder().setRequestId(1).addTemplates(template)
+        .addRecords(naming).build(), true);
     assertThat(compact.getRecordsList()).containsExactly(whole);
     assertThat(compact.getTemplatesList()).isEmpty();
-    assertThat(compact.getRecords(0).getOp()).as("the job's copy").isSameAs(shared.getOp());
+    assertThat(compact.getRecords(0).getOp()).as("the job's copy").isSameAs(kept.getOp());
+    assertThat(job.snapshot(1, DumpReply.newBuilder().setRequestId(1).addTemplates(template).addRecords(naming)
+        .build(), false)).as("checked, not kept").isNull();
+  }
+
+  @Test
+  void aSnapshotReplyIsCheckedAgainstTheGroupsItsRankAnnounced() {
+    Job job = twoRanks();
+    DumpReply stranger = DumpReply.newBuilder().setRequestId(1).addRecords(allReduces(1, i -> CollectiveState.STARTED)
+        .get(0).toBuilder().setProcessGroup("9")).build();
+
+    for (boolean keep : new boolean[] {true, false}) {
+      assertThatThrownBy(() -> job.snapshot(0, stranger, keep)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("record 0 names process group '9' that was never announced");
+    }
+  }
+
+  @Test
+  void aBatchThatFailsACheckIsNotTakenIn() {
+    Job job = twoRanks();
+    List<CollectiveRecord> records = allReduces(3, i -> CollectiveState.STARTED);
+    RecordBatch bad = batch(records).toBuilder().addRecords(records.get(2).toBuilder().setRecordId(3)
+        .setTemplateId(7)).build();
+
+    assertThatThrownBy(() -> job.records(0, "s0", bad, new TemplateTable(), 1))
+        .isInstanceOf(IllegalArgumentException.class).hasMessage("record 3 names template 7 that was not sent before it");
+    assertThat(job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records()).isEmpty();
   }
 
   @Test
   void aSnapshotReplySayingItsRecordsAreOnTheStreamAnswersWithTheRanksWindow() {
     Job job = twoRanks();
     List<CollectiveRecord> records = allReduces(5, i -> i < 4 ? CollectiveState.COMPLETED : CollectiveState.SCHEDULED);
-    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    job.records(0, "s0", batch(records), new TemplateTable(), 1);
     DumpReply onStream = DumpReply.newBuilder().setRequestId(1).setRecordsOnStream(true)
         .addProgress(progress(4, 3)).build();
 
@@ -271,17 +304,17 @@ class JobTest {
     assertThat(rank0.answered()).as("it answered, fresh").isTrue();
     assertThat(rank0.records()).as("its window, which the stream brought up to the reply").isEqualTo(records);
     assertThat(rank0.progress()).as("the reply's own progress").containsExactly(progress(4, 3));
-    assertThat(job.compact(onStream, id -> null)).as("nothing to share, taken as it is").isSameAs(onStream);
+    assertThat(job.snapshot(0, onStream, true)).as("nothing to share, taken as it is").isSameAs(onStream);
   }
 
   @Test
   void evidenceBuiltAheadIsTheIncidentsEvidenceWhereTheWindowsDidNotChange() {
     Job job = twoRanks();
     List<CollectiveRecord> records = allReduces(3, i -> CollectiveState.STARTED);
-    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    job.records(0, "s0", batch(records), new TemplateTable(), 1);
     assertThat(job.prepareEvidence()).as("rank 1 sent no records: no window").isEqualTo(1);
     CollectiveRecord completed = records.get(2).toBuilder().setState(CollectiveState.COMPLETED).build();
-    job.records(0, "s0", List.of(completed), id -> null, List.of(), 0, 2);
+    job.records(0, "s0", batch(List.of(completed)), new TemplateTable(), 2);
 
     List<CollectiveRecord> seen = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
     assertThat(seen).containsExactly(records.get(0), records.get(1), completed);
@@ -313,5 +346,20 @@ class JobTest {
     }
     job.closeIncidentIfRecovered(31 * S);
     assertThat(job.incidentOpen()).as("group 0 advanced").isFalse();
+  }
+
+  @Test
+  void aReplyThatIgnoresTheAskIsCutToItsNewestRecords() {
+    DumpReply.Builder big = DumpReply.newBuilder().setRequestId(3);
+    for (int i = 0; i < 100; i++) {
+      big.addRecords(CollectiveRecord.newBuilder().setRecordId(i));
+    }
+    DumpReply cut = Job.newest(big.build(), 32);
+
+    assertThat(cut.getRequestId()).isEqualTo(3);
+    assertThat(cut.getRecordsList()).extracting(CollectiveRecord::getRecordId).startsWith(68L).endsWith(99L)
+        .hasSize(32);
+    DumpReply small = DumpReply.newBuilder().addRecords(CollectiveRecord.getDefaultInstance()).build();
+    assertThat(Job.newest(small, 32)).isSameAs(small);
   }
 }

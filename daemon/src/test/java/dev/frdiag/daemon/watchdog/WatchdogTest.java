@@ -75,7 +75,7 @@ class WatchdogTest {
       int r = rank;
       job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(r).setWorldSize(2).setHostname("node0")
               .setPid(100 + r).build(), List.of(WORLD),
-          request -> investigator.onDumpReply("job", r, "session" + r, DumpReply.newBuilder()
+          request -> investigator.onDumpReply(job, r, "session" + r, DumpReply.newBuilder()
               .setRequestId(request.getRequestId()).build()),
           "session" + r, 0, nanos.get(), 0);
     }
