@@ -168,7 +168,7 @@ public final class IntakeBench {
       TemplateTable templates = new TemplateTable();
       for (RankMessage m : parsed.get(rank)) {
         if (m.hasHeartbeat()) {
-          job.heartbeat(rank, "s" + rank, m.getHeartbeat().getProgressList(), 0, 2_000_000_000L, 2_000);
+          job.heartbeat(rank, "s" + rank, m.getHeartbeat().getProgressList(), 0, 0, false, 2_000_000_000L, 2_000);
           continue;
         }
         job.records(rank, "s" + rank, m.getRecords(), templates, 2_000_000_000L);

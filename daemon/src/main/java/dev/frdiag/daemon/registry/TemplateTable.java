@@ -42,7 +42,7 @@ public final class TemplateTable {
    * @throws IllegalArgumentException when a template is malformed, names an unannounced group, repeats an id or
    *     goes past the bound
    */
-  void add(List<RecordTemplate> templates, Predicate<String> groupKnown,
+  private void add(List<RecordTemplate> templates, Predicate<String> groupKnown,
       Function<RecordTemplate, CollectiveRecord> shared) {
     for (RecordTemplate t : templates) {
       template(t, groupKnown.test(t.getProcessGroup()));
@@ -63,7 +63,7 @@ public final class TemplateTable {
    * @param groupKnown whether the sending rank announced a group of this name
    * @throws IllegalArgumentException describing the first problem
    */
-  void check(List<CollectiveRecord> records, Predicate<String> groupKnown) {
+  private void check(List<CollectiveRecord> records, Predicate<String> groupKnown) {
     for (CollectiveRecord r : records) {
       if (r.getTemplateId() != 0) {
         templated(r, byId.containsKey(r.getTemplateId()));
@@ -71,6 +71,16 @@ public final class TemplateTable {
         record(r, groupKnown.test(r.getProcessGroup()));
       }
     }
+  }
+
+  /**
+   * Keeps a message's {@code templates} and checks its {@code records} against the table ({@link #add}, then
+   * {@link #check}).
+   */
+  void take(List<RecordTemplate> templates, List<CollectiveRecord> records, Predicate<String> groupKnown,
+      Function<RecordTemplate, CollectiveRecord> shared) {
+    add(templates, groupKnown, shared);
+    check(records, groupKnown);
   }
 
   /** The shared fields of template {@code id}; null when it was never sent. */

@@ -36,7 +36,7 @@ class JobTest {
 
   /** Ranks 0 and 1, each a member of {@code groups}. */
   private static Job twoRanks(ProcessGroup... groups) {
-    Job job = new Job("j", 2, 16, 0);
+    Job job = new Job("j", 2, 16, Limits.defaults(), 0, 0);
     for (int r = 0; r < 2; r++) {
       job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
           List.of(groups), request -> { }, "s" + r, 0, 0, 0);
@@ -62,7 +62,7 @@ class JobTest {
   /** A heartbeat of both ranks at {@code seconds} on the daemon's clock, with these seqs on the world group. */
   private static void heartbeats(Job job, long enqueued, long completed, long seconds) {
     for (int r = 0; r < 2; r++) {
-      job.heartbeat(r, "s" + r, List.of(progress(enqueued, completed)), 0, seconds * S, 0);
+      job.heartbeat(r, "s" + r, List.of(progress(enqueued, completed)), 0, 0, false, seconds * S, 0);
     }
   }
 
@@ -80,15 +80,15 @@ class JobTest {
   void heartbeatsThatArriveLateAreJudgedByWhenTheRanksSentThem() {
     Job job = twoRanks();
     long sent = 1_700_000_000L * S;
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent, 1 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent, 1 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent, false, 1 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent, false, 1 * S, 0);
     // A daemon behind its intake: heartbeats sent 2 s later arrive 30 s later. The ranks were not stuck for 30 s.
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 2 * S, false, 31 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 2 * S, false, 31 * S, 0);
     assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Their own heartbeats then say they made no progress for 31 s: that is a stall, however late it arrives.
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, false, 40 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, false, 40 * S, 0);
     assertThat(job.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
@@ -108,8 +108,8 @@ class JobTest {
   void progressKeepsTheWatchdogQuiet() {
     Job job = twoRanks();
     for (long t = 1; t <= 100; t += 5) {
-      job.heartbeat(0, "s0", List.of(progress(t + 1, t)), 0, t * S, 0);
-      job.heartbeat(1, "s1", List.of(progress(t + 1, t)), 0, t * S, 0);
+      job.heartbeat(0, "s0", List.of(progress(t + 1, t)), 0, 0, false, t * S, 0);
+      job.heartbeat(1, "s1", List.of(progress(t + 1, t)), 0, 0, false, t * S, 0);
       assertThat(job.incidentTrigger(t * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     }
   }
@@ -122,21 +122,21 @@ class JobTest {
     assertThat(lost.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
 
     Job silent = twoRanks();
-    silent.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
     assertThat(silent.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Rank 1 last spoke at 0: silent from 16 s on, an incident only once the grace has passed too.
-    silent.heartbeat(0, "s0", List.of(), 0, 40 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 0, false, 40 * S, 0);
     assertThat(silent.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
-    silent.heartbeat(0, "s0", List.of(), 0, 71 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 0, false, 71 * S, 0);
     assertThat(silent.incidentTrigger(71 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
   }
 
   @Test
   void aSilentRankThatSpeaksAgainIsAliveAndOnlyAnEndedStreamIsLost() {
     Job job = twoRanks();
-    job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
+    job.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
     job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
-    job.heartbeat(1, "s1", List.of(), 0, 21 * S, 0);
+    job.heartbeat(1, "s1", List.of(), 0, 0, false, 21 * S, 0);
     assertThat(job.summary().getRanksLost()).isZero();
     job.lost(1, "s1", 22 * S);
     assertThat(job.summary().getRanksLost()).isEqualTo(1);
@@ -167,13 +167,13 @@ class JobTest {
   void aStreamThatLostItsRankToANewSessionSpeaksForItNoMore() {
     Job job = twoRanks();
     // Rank 1 goes silent past the heartbeat timeout; its process restarts and connects on a new stream.
-    job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
+    job.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
     job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
     job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2).setPid(11).build(),
         List.of(ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1).build()),
         request -> { }, "s1-new", 0, 21 * S, 0);
 
-    job.heartbeat(1, "s1", List.of(progress(9, 9)), 0, 22 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(9, 9)), 0, 0, false, 22 * S, 0);
     job.finished(1, "s1");
     job.lost(1, "s1", 23 * S);
     assertThat(job.isCurrent(1, "s1")).isFalse();
@@ -205,7 +205,7 @@ class JobTest {
   void progressOfAGroupTheRankNeverAnnouncedIsNotKept() {
     Job job = twoRanks();
     job.heartbeat(0, "s0", List.of(progress(5, 4), ProcessGroupProgress.newBuilder().setProcessGroup("ghost")
-        .setLastEnqueuedSeq(9).build()), 0, 1 * S, 0);
+        .setLastEnqueuedSeq(9).build()), 0, 0, false, 1 * S, 0);
     assertThat(job.evidence(java.util.Map.of(), 0, STALL, "").ranks().get(0).progress())
         .extracting(ProcessGroupProgress::getProcessGroup).containsExactly("0");
   }
@@ -329,7 +329,8 @@ class JobTest {
     java.util.function.BiConsumer<Long, Long> heartbeats = (pairCompleted, seconds) -> {
       for (int r = 0; r < 2; r++) {
         job.heartbeat(r, "s" + r, List.of(progress(5, 4), progress(4, 3).toBuilder().setProcessGroup("1")
-            .setLastEnqueuedSeq(pairCompleted).setLastCompletedSeq(pairCompleted).build()), 0, seconds * S, 0);
+            .setLastEnqueuedSeq(pairCompleted).setLastCompletedSeq(pairCompleted).build()), 0, 0, false,
+            seconds * S, 0);
       }
     };
     heartbeats.accept(3L, 0L);
@@ -342,7 +343,7 @@ class JobTest {
     assertThat(job.incidentOpen()).as("group 1 advanced (a heartbeat sent before the hang reached it, say); "
         + "group 0, which stalled, did not").isTrue();
     for (int r = 0; r < 2; r++) {
-      job.heartbeat(r, "s" + r, List.of(progress(6, 5)), 0, 33 * S, 0);
+      job.heartbeat(r, "s" + r, List.of(progress(6, 5)), 0, 0, false, 33 * S, 0);
     }
     job.closeIncidentIfRecovered(31 * S);
     assertThat(job.incidentOpen()).as("group 0 advanced").isFalse();
@@ -354,12 +355,12 @@ class JobTest {
     for (int i = 0; i < 100; i++) {
       big.addRecords(CollectiveRecord.newBuilder().setRecordId(i));
     }
-    DumpReply cut = Job.newest(big.build(), 32);
+    DumpReply cut = Ranks.newest(big.build(), 32);
 
     assertThat(cut.getRequestId()).isEqualTo(3);
     assertThat(cut.getRecordsList()).extracting(CollectiveRecord::getRecordId).startsWith(68L).endsWith(99L)
         .hasSize(32);
     DumpReply small = DumpReply.newBuilder().addRecords(CollectiveRecord.getDefaultInstance()).build();
-    assertThat(Job.newest(small, 32)).isSameAs(small);
+    assertThat(Ranks.newest(small, 32)).isSameAs(small);
   }
 }

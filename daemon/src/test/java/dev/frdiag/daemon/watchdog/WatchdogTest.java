@@ -100,7 +100,8 @@ class WatchdogTest {
     at(sinceStart);
     for (int rank = 0; rank < 2; rank++) {
       if (!contains(silentRanks, rank)) {
-        job.heartbeat(rank, "session" + rank, progress == null ? List.of() : List.of(progress), 0, nanos.get(), 0);
+        job.heartbeat(rank, "session" + rank, progress == null ? List.of() : List.of(progress), 0, 0, false,
+            nanos.get(), 0);
       }
     }
     return watchdog.checkAll();
