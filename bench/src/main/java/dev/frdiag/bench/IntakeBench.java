@@ -4,6 +4,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.daemon.registry.Job;
+import dev.frdiag.daemon.registry.TemplateTable;
 import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
@@ -28,8 +29,8 @@ import java.util.Set;
 
 /**
  * Prints what the daemon's record intake costs per record: a rank's record batch parsed from its wire bytes
- * ({@code RankMessage.parseFrom}, as gRPC does) and taken into the job's per-rank window ({@code Job.records}), on
- * one thread. The batches are what fr-sim's ranks send: each step's records once when issued (scheduled) and once
+ * ({@code RankMessage.parseFrom}, as gRPC does), checked and taken into the job's per-rank window by the one call a
+ * rank stream makes ({@code Job.records}), on one thread. The batches are what fr-sim's ranks send: each step's records once when issued (scheduled) and once
  * more when completed; once as whole records, once naming templates. The last step hangs (a GPU stall on rank
  * ranks/2+1), as in fr-sim's scale runs. Also prints the heap the windows hold per record, and how long an incident
  * takes to build its evidence from those windows and analyse it (the stuck groups' every seq checked). Usage:
@@ -164,18 +165,13 @@ public final class IntakeBench {
   private static void intake(Job job, List<List<RankMessage>> parsed) {
     for (int rank = 0; rank < parsed.size(); rank++) {
       // The stream's templates, as the daemon's session keeps them.
-      Map<Integer, CollectiveRecord> templates = new HashMap<>();
+      TemplateTable templates = new TemplateTable();
       for (RankMessage m : parsed.get(rank)) {
         if (m.hasHeartbeat()) {
-          job.heartbeat(rank, "s" + rank, m.getHeartbeat().getProgressList(), 0, 2_000_000_000L, 2_000);
+          job.heartbeat(rank, "s" + rank, m.getHeartbeat().getProgressList(), 0, 0, false, 2_000_000_000L, 2_000);
           continue;
         }
-        RecordBatch batch = m.getRecords();
-        for (RecordTemplate t : batch.getTemplatesList()) {
-          templates.put(t.getId(), job.template(t));
-        }
-        job.records(rank, "s" + rank, batch.getRecordsList(), templates::get, batch.getFramesList(), 0,
-            2_000_000_000L);
+        job.records(rank, "s" + rank, m.getRecords(), templates, 2_000_000_000L);
       }
     }
   }

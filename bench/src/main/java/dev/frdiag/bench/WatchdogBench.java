@@ -75,7 +75,7 @@ public final class WatchdogBench {
       String session = "s" + rank;
       job.attach(RankIdentity.newBuilder().setJobId("bench").setGlobalRank(rank).setWorldSize(ranks)
           .setHostname(topology.hostOf(rank)).setPid(rank).build(), groups, request -> { }, session, 0, 1_000L, 0);
-      job.heartbeat(rank, session, progress, 0, 1_000_000_000L, 1_000);
+      job.heartbeat(rank, session, progress, 0, 0, false, 1_000_000_000L, 1_000);
     }
     return job;
   }

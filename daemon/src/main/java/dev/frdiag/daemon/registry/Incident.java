@@ -43,21 +43,19 @@ final class Incident {
     }
     long readUntil = nowNanos - Math.max(0, intakeLagNanos);
     for (RankState r : ranks) {
-      if (r.liveness == Liveness.ALIVE && readUntil - r.lastSeenNanos > heartbeatTimeout.toNanos()) {
-        r.liveness = Liveness.LOST;
-        r.silent = true;
-        r.lostAtNanos = nowNanos;
-      }
+      r.silenceCheck(readUntil, heartbeatTimeout, nowNanos);
       // A stream that ended is a lost rank. Silence opens an incident only after the grace as well, and the
       // analysis does not take it for death: a starved process is often just slow, and a host that vanished
       // without closing its connection is found by the transport's keepalive, which then ends its streams.
       // A loss an incident already covered does not open another: a job killed without goodbyes is one
       // incident, not one per stall timeout.
-      if (r.liveness == Liveness.LOST && !r.lossReported && nowNanos - r.lostAtNanos >= lostGrace.toNanos()) {
-        return r.silent ? Report.Trigger.HEARTBEAT_LOST : Report.Trigger.RANK_LOST;
+      Report.Trigger loss = r.lossTrigger(nowNanos, lostGrace);
+      if (loss != null) {
+        return loss;
       }
-      if (r.unhandledEvent && !r.events.isEmpty()) {
-        return triggerOf(r.events.getLast().getKind());
+      RankEvent.Kind event = r.unhandledEvent();
+      if (event != null) {
+        return triggerOf(event);
       }
     }
     quietAtLastCheckNanos = StallCheck.longestQuietNanos(ranks, nowNanos);
@@ -94,12 +92,7 @@ final class Incident {
     this.trigger = trigger;
     groups = trigger == Report.Trigger.STALL ? stalledAtLastCheck : Set.of();
     reportedNanos = 0;
-    for (RankState r : ranks) {
-      r.unhandledEvent = false;
-      if (r.liveness == Liveness.LOST) {
-        r.lossReported = true;
-      }
-    }
+    ranks.forEach(RankState::incidentOpened);
   }
 
   /** The open incident's report is written. */
@@ -119,9 +112,7 @@ final class Incident {
     }
     open = false;
     quietAtLastCheckNanos = -1;
-    for (RankState r : ranks) {
-      r.unhandledEvent = false;
-    }
+    ranks.forEach(RankState::eventsHandled);
   }
 
   /**
@@ -133,13 +124,12 @@ final class Incident {
     if (!open) {
       return;
     }
-    boolean anyLost = ranks.stream().anyMatch(r -> r.liveness == Liveness.LOST);
+    boolean anyLost = ranks.stream().anyMatch(r -> r.liveness() == Liveness.LOST);
     // Not any group: at 16,384 ranks, a daemon behind its intake took in heartbeats sent before the hang, whose
     // advances of groups the hang had not yet reached closed the incident, and the next pass opened another
     // (five stall reports of one hang in 13 s).
     boolean advanced = groups.isEmpty()
-        ? ranks.stream().filter(r -> r.liveness == Liveness.ALIVE)
-            .anyMatch(r -> r.lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos))
+        ? ranks.stream().anyMatch(r -> r.liveness() == Liveness.ALIVE && r.advancedSince(sinceNanos))
         : groups.stream().allMatch(g -> StallCheck.advancedSince(ranks, g, sinceNanos));
     if (!anyLost && advanced) {
       open = false;

@@ -2,13 +2,8 @@ package dev.frdiag.daemon.registry;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.JobEvidence;
-import dev.frdiag.analysis.Liveness;
-import dev.frdiag.analysis.RankEvidence;
-import dev.frdiag.proto.RecordTemplates;
-import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
-import dev.frdiag.proto.v1.InternedFrame;
 import dev.frdiag.proto.v1.JobSummary;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
@@ -16,13 +11,10 @@ import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankStatus;
-import dev.frdiag.proto.v1.RecordTemplate;
+import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.report.Report;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -37,14 +29,10 @@ import java.util.function.IntFunction;
 public final class Job {
   private final String id;
   private final int window;
-  private final int maxGroupsPerRank;
-  private final long maxContextBytes;
   private final Object lock = new Object();
   /** Each rank's state is guarded by {@link #lock} as well. */
   @GuardedBy("lock")
-  private final Map<Integer, RankState> ranks = new TreeMap<>();
-  @GuardedBy("lock")
-  private int worldSize;
+  private final Ranks ranks;
   private final long firstSeenMs;
   /** Its incident's lifecycle, and the on-demand diagnosis running. */
   @GuardedBy("lock")
@@ -52,35 +40,19 @@ public final class Job {
   @GuardedBy("lock")
   private String latestReportId = "";
   @GuardedBy("lock")
-  private final Map<String, NodeContext> contexts = new TreeMap<>();
-  @GuardedBy("lock")
-  private long contextBytes;
+  private final NodeContexts contexts;
   /** Daemon monotonic time of the last thing heard from or about the job; idle jobs expire from it. */
   @GuardedBy("lock")
   private long lastActivityNanos;
-  /**
-   * One copy of each process group the ranks announced: every rank of a 16,384-rank job lists the world group's
-   * 16,384 members in its Hello, and a copy per rank would be a gigabyte.
-   */
-  @GuardedBy("lock")
-  private final Map<ProcessGroup, ProcessGroup> sharedGroups = new HashMap<>();
-  /** The one copy of the strings, shapes and stacks its ranks' kept records repeat. */
-  @GuardedBy("lock")
-  private final RecordInterner interner = new RecordInterner();
   /** The scheduler's names for the job, as its ranks' Hellos gave them; the newest Hello wins a key. */
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
 
-  Job(String id, int worldSize, int window, long nowMs) {
-    this(id, worldSize, window, dev.frdiag.daemon.Limits.defaults(), nowMs, 0);
-  }
-
   Job(String id, int worldSize, int window, dev.frdiag.daemon.Limits limits, long nowMs, long nowNanos) {
     this.id = id;
-    this.worldSize = worldSize;
+    this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank());
     this.window = limits.windowFor(window, worldSize);
-    this.maxGroupsPerRank = limits.maxGroupsPerRank();
-    this.maxContextBytes = limits.maxContextBytesPerJob();
+    this.contexts = new NodeContexts("node context of job " + id, limits.maxContextBytesPerJob());
     this.firstSeenMs = nowMs;
     this.lastActivityNanos = nowNanos;
   }
@@ -100,29 +72,8 @@ public final class Job {
   public void attach(RankIdentity identity, List<ProcessGroup> groups, RankLink link, String session,
       long dropped, long nowNanos, long nowMs) {
     synchronized (lock) {
-      if (identity.getWorldSize() != worldSize) {
-        long live = ranks.values().stream().filter(Job::live).count();
-        if (live > 0) {
-          throw new ClaimRefusedException(ClaimRefusedException.Conflict.SHAPE_IN_USE, "rank "
-              + identity.getGlobalRank() + " says world size " + identity.getWorldSize() + " but job " + id
-              + " has world size " + worldSize + " with " + live + " live ranks; refused while they are connected");
-        }
-        // No live rank holds the old shape (an elastic restart, or a claim that went away): the old ranks are history.
-        ranks.clear();
-        worldSize = identity.getWorldSize();
-      }
-      RankState existing = ranks.get(identity.getGlobalRank());
-      if (existing != null && live(existing) && !existing.session.equals(session)) {
-        throw new ClaimRefusedException(ClaimRefusedException.Conflict.RANK_IN_USE, "rank "
-            + identity.getGlobalRank() + " of job " + id + " is already connected (host "
-            + existing.identity.getHostname() + ", pid " + existing.identity.getPid()
-            + "); a second stream for it is refused while the first is alive");
-      }
-      checkGroupLimit(existing == null ? 0 : existing.groups.size(), groups, identity.getGlobalRank());
+      ranks.attach(identity, groups, link, session, dropped, nowNanos, nowMs);
       lastActivityNanos = nowNanos;
-      RankState r = ranks.computeIfAbsent(identity.getGlobalRank(), k -> new RankState());
-      r.attach(identity, link, session, dropped, nowNanos, nowMs);
-      addGroups(r, groups);
     }
   }
 
@@ -146,56 +97,25 @@ public final class Job {
   /** Groups a rank created after its Hello. */
   public void addGroups(int rank, String session, List<ProcessGroup> groups, long nowNanos) {
     synchronized (lock) {
-      RankState r = current(rank, session);
+      RankState r = ranks.current(rank, session);
       if (r != null) {
-        checkGroupLimit(r.groups.size(), groups, rank);
-        addGroups(r, groups);
+        ranks.addGroups(r, rank, groups);
         heard(r, nowNanos);
       }
     }
   }
 
-  private void checkGroupLimit(int known, List<ProcessGroup> groups, int rank) {
-    if (known + groups.size() > maxGroupsPerRank) {
-      long added = groups.stream().map(ProcessGroup::getName).distinct().count();
-      if (known + added > maxGroupsPerRank) {
-        throw new LimitExceededException("rank " + rank + " of job " + id + " announced more than "
-            + maxGroupsPerRank + " process groups");
-      }
-    }
-  }
-
-  /** The rank's state when {@code session} is the one that speaks for it now, else null (a stale stream). */
-  @GuardedBy("lock")
-  private RankState current(int rank, String session) {
-    RankState r = ranks.get(rank);
-    return r != null && r.session.equals(session) ? r : null;
-  }
-
-  /** A rank whose stream is open and heard from: no other stream may claim it. */
-  private static boolean live(RankState r) {
-    return r.link != null && r.liveness == Liveness.ALIVE;
-  }
-
   /** True when {@code session} is the stream that speaks for {@code rank} now. */
   public boolean isCurrent(int rank, String session) {
     synchronized (lock) {
-      return current(rank, session) != null;
-    }
-  }
-
-  @GuardedBy("lock")
-  private void addGroups(RankState r, List<ProcessGroup> groups) {
-    for (ProcessGroup g : groups) {
-      r.putGroup(sharedGroups.computeIfAbsent(g, x -> x));
+      return ranks.current(rank, session) != null;
     }
   }
 
   /** True when {@code rank} announced a group named {@code name}. */
   public boolean knowsGroup(int rank, String name) {
     synchronized (lock) {
-      RankState r = ranks.get(rank);
-      return r != null && r.groups.containsKey(name);
+      return ranks.announced(rank).test(name);
     }
   }
 
@@ -205,112 +125,75 @@ public final class Job {
     lastActivityNanos = nowNanos;
   }
 
-  public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long nowNanos,
-      long nowMs) {
-    heartbeat(rank, session, progress, dropped, 0, nowNanos, nowMs);
-  }
-
   /**
    * A heartbeat the rank sent at {@code sentAtNs} by its own clock (epoch ns; 0 when it did not say): the watchdog
    * measures how long a group has gone without progress between the rank's own send times, so heartbeats that reach
-   * the daemon late do not look like a stall.
-   */
-  public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long sentAtNs,
-      long nowNanos, long nowMs) {
-    heartbeat(rank, session, progress, dropped, sentAtNs, false, nowNanos, nowMs);
-  }
-
-  /**
-   * A heartbeat as above that may say every record of the rank's ring reached the daemon before it
+   * the daemon late do not look like a stall. It may say every record of the rank's ring reached the daemon before it
    * ({@code recordsCurrent}): the rank's window is then as current as a snapshot taken at {@code sentAtNs}.
    */
   public void heartbeat(int rank, String session, List<ProcessGroupProgress> progress, long dropped, long sentAtNs,
       boolean recordsCurrent, long nowNanos, long nowMs) {
     synchronized (lock) {
-      RankState r = current(rank, session);
-      if (r == null) {
-        return;
-      }
-      heard(r, nowNanos);
-      r.lastSeenMs = nowMs;
-      r.latestSentNs = Math.max(0, sentAtNs);
-      r.recordsCurrent = recordsCurrent && sentAtNs > 0;
-      if (r.recordsCurrent) {
-        r.windowCurrentAtNs = Math.max(r.windowCurrentAtNs, sentAtNs);
-      }
-      r.droppedRecords = Math.max(r.droppedRecords, dropped);
-      for (ProcessGroupProgress p : progress) {
-        if (!r.groups.containsKey(p.getProcessGroup())) {
-          // Progress of a group the rank never announced has no members to judge a stall by, and would let a
-          // client grow this map without bound.
-          continue;
-        }
-        ProcessGroupProgress before = r.progress.put(p.getProcessGroup(), p);
-        // The group's quiet time runs from its last advance, or from when it went from idle to having work (an op
-        // issued after an idle spell is not stuck for the time the group sat idle; DIAGNOSIS.md §3).
-        if (before == null || p.getLastCompletedSeq() > before.getLastCompletedSeq()
-            || p.getLastCompletedP2PSeq() > before.getLastCompletedP2PSeq()
-            || !StallCheck.outstanding(before) && StallCheck.outstanding(p)) {
-          r.lastAdvanceNanos.put(p.getProcessGroup(), nowNanos);
-          if (sentAtNs > 0) {
-            r.lastAdvanceSentNs.put(p.getProcessGroup(), sentAtNs);
-          } else {
-            r.lastAdvanceSentNs.remove(p.getProcessGroup());
-          }
-        }
+      RankState r = ranks.current(rank, session);
+      if (r != null) {
+        heard(r, nowNanos);
+        r.heartbeat(progress, dropped, sentAtNs, recordsCurrent, nowNanos, nowMs);
       }
     }
   }
 
   /**
-   * Takes in a batch of {@code rank}'s records, checked by the caller.
+   * Takes in a batch of {@code rank}'s records on {@code session}: its new templates kept in {@code templates} (the
+   * stream's own table), every template and record checked against it and the groups the rank announced. Nothing is
+   * taken in from a batch that fails a check, nor from a stream that no longer speaks for the rank.
    *
-   * @param templates the shared fields ({@link #template}) of each template id the records name
+   * @throws IllegalArgumentException describing the batch's first malformed template or record
    */
-  public void records(int rank, String session, List<CollectiveRecord> records,
-      IntFunction<CollectiveRecord> templates, List<InternedFrame> frames, long dropped, long nowNanos) {
+  public void records(int rank, String session, RecordBatch batch, TemplateTable templates, long nowNanos) {
     synchronized (lock) {
-      RankState r = current(rank, session);
-      if (r == null) {
-        return;
+      RankState r = ranks.records(rank, session, batch, templates, window);
+      if (r != null) {
+        heard(r, nowNanos);
       }
-      heard(r, nowNanos);
-      r.droppedRecords = Math.max(r.droppedRecords, dropped);
-      if (r.window == null) {
-        r.window = new RankWindow(window);
-      }
-      for (CollectiveRecord rec : records) {
-        // A record that carries its own group and op is its own shared part, its strings and lists the job's.
-        r.window.put(rec, rec.getTemplateId() != 0 ? templates.apply(rec.getTemplateId()) : interner.intern(rec));
-      }
-      for (InternedFrame f : frames) {
-        r.putFrame(f.getId(), interner.frame(f.getFrame()));
-      }
+    }
+  }
+
+  /**
+   * {@code rank}'s snapshot {@code reply} as an investigation keeps it: its newest {@link #window} records (a rank
+   * that ignores the request's {@code max_records}, an older client, must not make the daemon hold its whole ring for
+   * every rank of a large job), checked against the templates it carries and the groups the rank announced, and when
+   * {@code keep}, shared with the job's kept records ({@link RecordInterner#shared(DumpReply, IntFunction)}).
+   *
+   * @return the reply to keep; null when not {@code keep}
+   * @throws IllegalArgumentException describing the reply's first malformed template or record
+   */
+  public DumpReply snapshot(int rank, DumpReply reply, boolean keep) {
+    DumpReply newest = Ranks.newest(reply, window);
+    if (newest.getRecordsCount() == 0 && newest.getTemplatesCount() == 0 && newest.getFramesCount() == 0) {
+      // Nothing to check or share (a reply whose records are on the stream): no need to wait for the job's lock.
+      return keep ? newest : null;
+    }
+    synchronized (lock) {
+      return ranks.snapshot(rank, newest, keep);
     }
   }
 
   public void event(int rank, String session, RankEvent event, long nowNanos) {
     synchronized (lock) {
-      RankState r = current(rank, session);
-      if (r == null) {
-        return;
+      RankState r = ranks.current(rank, session);
+      if (r != null) {
+        heard(r, nowNanos);
+        r.event(event);
       }
-      heard(r, nowNanos);
-      if (r.events.size() == RankState.MAX_EVENTS) {
-        r.events.removeFirst();
-      }
-      r.events.addLast(event);
-      r.unhandledEvent = true;
     }
   }
 
   /** The rank said Goodbye. */
   public void finished(int rank, String session) {
     synchronized (lock) {
-      RankState r = ranks.get(rank);
-      if (r != null && r.session.equals(session)) {
-        r.liveness = Liveness.FINISHED;
-        r.link = null;
+      RankState r = ranks.current(rank, session);
+      if (r != null) {
+        r.finished();
       }
     }
   }
@@ -318,15 +201,9 @@ public final class Job {
   /** The rank's stream ended without Goodbye (or its heartbeats stopped): its process is presumed gone. */
   public void lost(int rank, String session, long nowNanos) {
     synchronized (lock) {
-      RankState r = ranks.get(rank);
-      if (r != null && (session == null || r.session.equals(session))
-          && (r.liveness == Liveness.ALIVE || r.silent)) {
-        if (!r.silent) {
-          r.lostAtNanos = nowNanos;
-        }
-        r.liveness = Liveness.LOST;
-        r.silent = false;
-        r.link = null;
+      RankState r = session == null ? ranks.get(rank) : ranks.current(rank, session);
+      if (r != null) {
+        r.lost(nowNanos);
       }
     }
   }
@@ -339,41 +216,10 @@ public final class Job {
     return window;
   }
 
-  /**
-   * {@code reply} with its records sharing what this job's kept records repeat ({@link RecordInterner}): a
-   * snapshot of every rank arrives at once, and as parsed from the wire it took four times the memory of the
-   * windows themselves (a 1 GB heap filled at 4,096 ranks before any reply was read).
-   */
-  public DumpReply compact(DumpReply reply, IntFunction<CollectiveRecord> templates) {
-    if (reply.getRecordsCount() == 0 && reply.getFramesCount() == 0) {
-      // Nothing to share (a reply whose records are on the stream): no need to wait for the job's lock.
-      return reply;
-    }
-    synchronized (lock) {
-      DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames().clearTemplates();
-      for (CollectiveRecord r : reply.getRecordsList()) {
-        b.addRecords(r.getTemplateId() != 0
-            ? RecordTemplates.complete(templates.apply(r.getTemplateId()), r)
-            : interner.intern(r));
-      }
-      for (InternedFrame f : reply.getFramesList()) {
-        b.addFrames(f.toBuilder().setFrame(interner.frame(f.getFrame())));
-      }
-      return b.build();
-    }
-  }
-
   /** Whether a rank of this job announced a group equal to {@code group} (members, layout, name) and it was kept. */
   public boolean holdsGroup(ProcessGroup group) {
     synchronized (lock) {
-      return sharedGroups.containsKey(group);
-    }
-  }
-
-  /** The job's shared copy of what {@code template} stands for, for records that name it. */
-  public CollectiveRecord template(RecordTemplate template) {
-    synchronized (lock) {
-      return interner.intern(RecordTemplates.fields(template).build());
+      return ranks.holds(group);
     }
   }
 
@@ -383,15 +229,9 @@ public final class Job {
    * that time by their own clock, said every record of their ring had reached the daemon before it.
    */
   public Set<Integer> currentWindows(long sinceEpochNs) {
-    Set<Integer> current = new HashSet<>();
     synchronized (lock) {
-      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        if (e.getValue().windowCurrentSince(sinceEpochNs)) {
-          current.add(e.getKey());
-        }
-      }
+      return ranks.currentWindows(sinceEpochNs);
     }
-    return current;
   }
 
   /**
@@ -399,15 +239,10 @@ public final class Job {
    * session it was asked on.
    */
   public Map<Integer, String> requestDumps(DumpRequest request, Set<Integer> notAsked) {
-    List<RankLink> links = new ArrayList<>();
+    List<RankLink> links;
     Map<Integer, String> asked = new TreeMap<>();
     synchronized (lock) {
-      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        if (e.getValue().link != null && !notAsked.contains(e.getKey())) {
-          links.add(e.getValue().link);
-          asked.put(e.getKey(), e.getValue().session);
-        }
-      }
+      links = ranks.links(notAsked, asked);
     }
     // Sent outside the lock: a slow stream must not hold up the job.
     for (RankLink link : links) {
@@ -435,13 +270,8 @@ public final class Job {
     // One hold of the lock for all ranks: taken rank by rank, each take waited behind the thousands of transport
     // threads whose heartbeats queue for it (16,384 ranks: 10 s to build the evidence instead of 2-4 s).
     synchronized (lock) {
-      // Built on every core while this thread holds the lock (writers wait, and the ranks' states are only read):
-      // each rank's records are rebuilt from its window, a million at 16,384 ranks.
-      List<RankEvidence> out = List.copyOf(ranks.entrySet()).parallelStream()
-          .map(e -> e.getValue().evidence(e.getKey(), replies.get(e.getKey()), standIns.contains(e.getKey()),
-              noReplyReason))
-          .toList();
-      return new JobEvidence(id, worldSize, out, observedAtNs, stallThreshold, List.copyOf(contexts.values()));
+      return new JobEvidence(id, ranks.worldSize(), ranks.evidence(replies, standIns, noReplyReason), observedAtNs,
+          stallThreshold, contexts.all());
     }
   }
 
@@ -452,11 +282,7 @@ public final class Job {
    */
   public int prepareEvidence() {
     synchronized (lock) {
-      // On every core, as evidence() does, and for the same reason: writers wait while this thread holds the lock.
-      List<RankState> withWindows = ranks.values().stream().filter(r -> r.window != null).toList();
-      // Read for what the read keeps: the records built, and the list the incident's read then returns as it is.
-      withWindows.parallelStream().forEach(r -> r.window.records());
-      return withWindows.size();
+      return ranks.buildWindows();
     }
   }
 
@@ -467,7 +293,7 @@ public final class Job {
   public Report.Trigger incidentTrigger(long nowNanos, long intakeLagNanos, Duration stallTimeout,
       Duration heartbeatTimeout, Duration lostGrace) {
     synchronized (lock) {
-      return incident.trigger(ranks.values(), nowNanos, intakeLagNanos, stallTimeout, heartbeatTimeout, lostGrace);
+      return incident.trigger(ranks.all(), nowNanos, intakeLagNanos, stallTimeout, heartbeatTimeout, lostGrace);
     }
   }
 
@@ -481,7 +307,7 @@ public final class Job {
   /** Opens an incident for {@code trigger}; the events that led to it are part of it. */
   public void openIncident(Report.Trigger trigger) {
     synchronized (lock) {
-      incident.open(trigger, ranks.values());
+      incident.open(trigger, ranks.all());
     }
   }
 
@@ -495,14 +321,14 @@ public final class Job {
   /** See {@link Incident#closeAfterReport}. */
   public void closeIncidentAfterReport(long nowNanos, Duration quiet) {
     synchronized (lock) {
-      incident.closeAfterReport(ranks.values(), nowNanos, quiet);
+      incident.closeAfterReport(ranks.all(), nowNanos, quiet);
     }
   }
 
   /** See {@link Incident#closeIfRecovered}. */
   public void closeIncidentIfRecovered(long sinceNanos) {
     synchronized (lock) {
-      incident.closeIfRecovered(ranks.values(), sinceNanos);
+      incident.closeIfRecovered(ranks.all(), sinceNanos);
     }
   }
 
@@ -527,14 +353,7 @@ public final class Job {
    */
   public void context(NodeContext node, long nowNanos) {
     synchronized (lock) {
-      NodeContext before = contexts.get(node.getHostname());
-      long bytes = contextBytes - (before == null ? 0 : before.getSerializedSize()) + node.getSerializedSize();
-      if (bytes > maxContextBytes) {
-        throw new LimitExceededException("node context of job " + id + " would reach " + bytes
-            + " bytes, more than its limit of " + maxContextBytes);
-      }
-      contexts.put(node.getHostname(), node);
-      contextBytes = bytes;
+      contexts.put(node);
       lastActivityNanos = nowNanos;
     }
   }
@@ -545,7 +364,7 @@ public final class Job {
    */
   public boolean idle(long nowNanos, Duration expiry) {
     synchronized (lock) {
-      return !incident.isOpen() && ranks.values().stream().noneMatch(Job::live)
+      return !incident.isOpen() && ranks.all().stream().noneMatch(RankState::live)
           && nowNanos - lastActivityNanos >= expiry.toNanos();
     }
   }
@@ -553,7 +372,7 @@ public final class Job {
   /** Records the ranks say their rings overwrote before shipping them, summed over the job's ranks. */
   public long droppedRecords() {
     synchronized (lock) {
-      return ranks.values().stream().mapToLong(r -> r.droppedRecords).sum();
+      return ranks.all().stream().mapToLong(RankState::droppedRecords).sum();
     }
   }
 
@@ -565,37 +384,14 @@ public final class Job {
 
   public JobSummary summary() {
     synchronized (lock) {
-      int connected = 0;
-      int lost = 0;
-      int finished = 0;
-      for (RankState r : ranks.values()) {
-        switch (r.liveness) {
-          case ALIVE -> connected++;
-          case LOST -> lost++;
-          case FINISHED -> finished++;
-          default -> { }
-        }
-      }
-      return JobSummary.newBuilder().setJobId(id).setWorldSize(worldSize).setRanksConnected(connected)
-          .setRanksLost(lost).setRanksFinished(finished).setIncidentOpen(incident.isOpen())
+      return ranks.counted(JobSummary.newBuilder().setJobId(id)).setIncidentOpen(incident.isOpen())
           .setLatestReportId(latestReportId).setFirstSeenMs(firstSeenMs).build();
     }
   }
 
   public List<RankStatus> rankStatuses() {
     synchronized (lock) {
-      List<RankStatus> out = new ArrayList<>(ranks.size());
-      for (Map.Entry<Integer, RankState> e : ranks.entrySet()) {
-        RankState r = e.getValue();
-        out.add(RankStatus.newBuilder().setGlobalRank(e.getKey()).setHostname(r.identity.getHostname())
-            .setPid(r.identity.getPid()).setLiveness(switch (r.liveness) {
-              case ALIVE -> RankStatus.Liveness.CONNECTED;
-              case LOST -> RankStatus.Liveness.LOST;
-              case FINISHED -> RankStatus.Liveness.FINISHED;
-              case UNKNOWN, UNRESPONSIVE -> RankStatus.Liveness.LIVENESS_UNSPECIFIED;
-            }).setLastSeenMs(r.lastSeenMs).setDroppedRecords(r.droppedRecords).build());
-      }
-      return out;
+      return ranks.statuses();
     }
   }
 }

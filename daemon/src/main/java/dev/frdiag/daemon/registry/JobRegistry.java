@@ -19,16 +19,8 @@ public final class JobRegistry {
   private final int window;
   private final Limits limits;
 
-  /** Node posts of a job nobody has connected for yet, with their size and when the first came. */
-  private static final class EarlyContext {
-    final Map<String, NodeContext> nodes = new ConcurrentHashMap<>();
-    final long firstPostNanos;
-    long bytes;
-
-    EarlyContext(long firstPostNanos) {
-      this.firstPostNanos = firstPostNanos;
-    }
-  }
+  /** Node posts of a job nobody has connected for yet, and when the first came. */
+  private record EarlyContext(NodeContexts nodes, long firstPostNanos) {}
 
   /**
    * @param window records kept in memory per rank between snapshots
@@ -68,7 +60,11 @@ public final class JobRegistry {
       Job job = new Job(id, worldSize, window, limits, nowMs, nowNanos);
       EarlyContext early = earlyContext.remove(id);
       if (early != null) {
-        early.nodes.values().forEach(n -> job.context(n, nowNanos));
+        List<NodeContext> posted;
+        synchronized (early) {
+          posted = early.nodes().all();
+        }
+        posted.forEach(n -> job.context(n, nowNanos));
       }
       return job;
     });
@@ -91,17 +87,11 @@ public final class JobRegistry {
         throw new LimitExceededException("node context is already waiting for " + earlyContext.size()
             + " jobs that no rank has connected for; context for job " + node.getJobId() + " is refused");
       }
-      early = earlyContext.computeIfAbsent(node.getJobId(), j -> new EarlyContext(nowNanos));
+      early = earlyContext.computeIfAbsent(node.getJobId(), j -> new EarlyContext(
+          new NodeContexts("node context waiting for job " + j, limits.maxContextBytesPerJob()), nowNanos));
     }
     synchronized (early) {
-      NodeContext before = early.nodes.get(node.getHostname());
-      long bytes = early.bytes - (before == null ? 0 : before.getSerializedSize()) + node.getSerializedSize();
-      if (bytes > limits.maxContextBytesPerJob()) {
-        throw new LimitExceededException("node context waiting for job " + node.getJobId() + " would reach "
-            + bytes + " bytes, more than its limit of " + limits.maxContextBytesPerJob());
-      }
-      early.nodes.put(node.getHostname(), node);
-      early.bytes = bytes;
+      early.nodes().put(node);
     }
   }
 
@@ -117,7 +107,7 @@ public final class JobRegistry {
         expired.add(job.id());
       }
     }
-    earlyContext.entrySet().removeIf(e -> nowNanos - e.getValue().firstPostNanos >= expiry.toNanos());
+    earlyContext.entrySet().removeIf(e -> nowNanos - e.getValue().firstPostNanos() >= expiry.toNanos());
     return expired;
   }
 

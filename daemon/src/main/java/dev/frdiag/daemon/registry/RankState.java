@@ -10,59 +10,65 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.report.Report;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 
 /**
- * What the daemon holds about one rank, and the rank's evidence from it. Mutable; every access holds its
- * {@link Job}'s lock.
+ * What the daemon holds about one rank, and the rank's evidence from it. Mutable, and changed only by its own
+ * methods; every access holds its {@link Job}'s lock.
  */
 final class RankState {
   static final int MAX_EVENTS = 64;
   static final int MAX_FRAMES = 65_536;
 
-  RankIdentity identity;
+  private RankIdentity identity;
   /** Its groups by name; changed only through {@link #putGroup}. */
-  final Map<String, ProcessGroup> groups = new LinkedHashMap<>();
+  private final Map<String, ProcessGroup> groups = new LinkedHashMap<>();
   /** The newest records by record id, bounded by the job's window size; null until the rank sends one. */
-  RankWindow window;
+  private RankWindow window;
   private final Map<Integer, Frame> frames = new HashMap<>();
   // What the last analysis was given, kept until they change: a hung job's every incident reads the same ones, and
   // copying 16,384 ranks' frames and groups for each took longer than building their records ahead.
   private Map<Integer, Frame> framesCopy;
   private List<ProcessGroup> groupsCopy;
-  final Map<String, ProcessGroupProgress> progress = new LinkedHashMap<>();
+  private final Map<String, ProcessGroupProgress> progress = new LinkedHashMap<>();
   /** Daemon monotonic time at which each group's completed seq last advanced. */
-  final Map<String, Long> lastAdvanceNanos = new HashMap<>();
+  private final Map<String, Long> lastAdvanceNanos = new HashMap<>();
   /** The rank's own send time (epoch ns) of the heartbeat that last advanced each group; absent when not sent. */
-  final Map<String, Long> lastAdvanceSentNs = new HashMap<>();
+  private final Map<String, Long> lastAdvanceSentNs = new HashMap<>();
   /** The rank's own send time of its newest heartbeat; 0 when its heartbeats carry none. */
-  long latestSentNs;
+  private long latestSentNs;
   /** Its newest heartbeat said every record of its ring reached the daemon before it (at latestSentNs). */
-  boolean recordsCurrent;
+  private boolean recordsCurrent;
   /**
    * Send time of its newest heartbeat on this stream that said every record had reached the daemon (0 when none):
    * the window's records are at least as new as they were then, even while later ones are still on their way.
    */
-  long windowCurrentAtNs;
-  final ArrayDeque<RankEvent> events = new ArrayDeque<>();
-  Liveness liveness = Liveness.ALIVE;
-  RankLink link;
-  String session = "";
-  long lastSeenNanos;
-  long lastSeenMs;
-  long lostAtNanos;
+  private long windowCurrentAtNs;
+  private final ArrayDeque<RankEvent> events = new ArrayDeque<>();
+  private Liveness liveness = Liveness.ALIVE;
+  private RankLink link;
+  private String session = "";
+  private long lastSeenNanos;
+  private long lastSeenMs;
+  private long lostAtNanos;
   /** Lost only because it went silent: its stream is still open, and any message brings it back. */
-  boolean silent;
-  long droppedRecords;
+  private boolean silent;
+  private long droppedRecords;
   /** An incident already covered this rank's loss; only a new loss (after it was heard again) opens another. */
-  boolean lossReported;
+  private boolean lossReported;
   /** An event arrived that no incident has looked at yet. */
-  boolean unhandledEvent;
+  private boolean unhandledEvent;
 
   /**
    * The rank (re)connected on {@code session}. A new process for it (another pid, the job restarted it) leaves its old
@@ -104,6 +110,168 @@ final class RankState {
   }
 
   /**
+   * A heartbeat sent at {@code sentAtNs} by the rank's own clock (epoch ns; 0 when it did not say), which may say
+   * every record of its ring reached the daemon before it ({@code recordsCurrent}).
+   */
+  void heartbeat(List<ProcessGroupProgress> progress, long dropped, long sentAtNs, boolean recordsCurrent,
+      long nowNanos, long nowMs) {
+    lastSeenMs = nowMs;
+    latestSentNs = Math.max(0, sentAtNs);
+    this.recordsCurrent = recordsCurrent && sentAtNs > 0;
+    if (this.recordsCurrent) {
+      windowCurrentAtNs = Math.max(windowCurrentAtNs, sentAtNs);
+    }
+    dropped(dropped);
+    for (ProcessGroupProgress p : progress) {
+      if (!groups.containsKey(p.getProcessGroup())) {
+        // Progress of a group the rank never announced has no members to judge a stall by, and would let a
+        // client grow this map without bound.
+        continue;
+      }
+      ProcessGroupProgress before = this.progress.put(p.getProcessGroup(), p);
+      // The group's quiet time runs from its last advance, or from when it went from idle to having work (an op
+      // issued after an idle spell is not stuck for the time the group sat idle; DIAGNOSIS.md §3).
+      if (before == null || p.getLastCompletedSeq() > before.getLastCompletedSeq()
+          || p.getLastCompletedP2PSeq() > before.getLastCompletedP2PSeq()
+          || !StallCheck.outstanding(before) && StallCheck.outstanding(p)) {
+        lastAdvanceNanos.put(p.getProcessGroup(), nowNanos);
+        if (sentAtNs > 0) {
+          lastAdvanceSentNs.put(p.getProcessGroup(), sentAtNs);
+        } else {
+          lastAdvanceSentNs.remove(p.getProcessGroup());
+        }
+      }
+    }
+  }
+
+  /**
+   * Keeps {@code records} in a window of {@code capacity}, each with its shared part: {@code templates}' copy of the
+   * template it names, or its own strings and lists made the job's by {@code interner}.
+   */
+  void records(List<CollectiveRecord> records, IntFunction<CollectiveRecord> templates, List<InternedFrame> frames,
+      RecordInterner interner, int capacity) {
+    if (window == null) {
+      window = new RankWindow(capacity);
+    }
+    for (CollectiveRecord rec : records) {
+      // A record that carries its own group and op is its own shared part, its strings and lists the job's.
+      window.put(rec, rec.getTemplateId() != 0 ? templates.apply(rec.getTemplateId()) : interner.intern(rec));
+    }
+    for (InternedFrame f : frames) {
+      putFrame(f.getId(), interner.frame(f.getFrame()));
+    }
+  }
+
+  /** Records its ring overwrote before shipping them, as the rank last counted them. */
+  void dropped(long dropped) {
+    droppedRecords = Math.max(droppedRecords, dropped);
+  }
+
+  /** Keeps {@code event}, the newest {@value #MAX_EVENTS}; an incident is due to look at it. */
+  void event(RankEvent event) {
+    if (events.size() == MAX_EVENTS) {
+      events.removeFirst();
+    }
+    events.addLast(event);
+    unhandledEvent = true;
+  }
+
+  /** The rank said Goodbye. */
+  void finished() {
+    liveness = Liveness.FINISHED;
+    link = null;
+  }
+
+  /** Its stream ended without Goodbye, or its heartbeats stopped: presumed gone, unless already finished or lost. */
+  void lost(long nowNanos) {
+    if (liveness != Liveness.ALIVE && !silent) {
+      return;
+    }
+    if (!silent) {
+      lostAtNanos = nowNanos;
+    }
+    liveness = Liveness.LOST;
+    silent = false;
+    link = null;
+  }
+
+  /**
+   * Marks an alive rank lost, though its stream is still open, when nothing of it was read for {@code timeout}
+   * before {@code readUntil} (the moment up to which the daemon has read every message).
+   */
+  void silenceCheck(long readUntil, Duration timeout, long nowNanos) {
+    if (liveness == Liveness.ALIVE && readUntil - lastSeenNanos > timeout.toNanos()) {
+      liveness = Liveness.LOST;
+      silent = true;
+      lostAtNanos = nowNanos;
+    }
+  }
+
+  /** What its loss opens an incident as when lost for {@code grace} and not yet covered by one; else null. */
+  Report.Trigger lossTrigger(long nowNanos, Duration grace) {
+    if (liveness == Liveness.LOST && !lossReported && nowNanos - lostAtNanos >= grace.toNanos()) {
+      return silent ? Report.Trigger.HEARTBEAT_LOST : Report.Trigger.RANK_LOST;
+    }
+    return null;
+  }
+
+  /** The kind of its newest event when no incident has looked at it yet; else null. */
+  RankEvent.Kind unhandledEvent() {
+    return unhandledEvent && !events.isEmpty() ? events.getLast().getKind() : null;
+  }
+
+  /** An incident opened: its events are part of it, and so is its loss. */
+  void incidentOpened() {
+    eventsHandled();
+    if (liveness == Liveness.LOST) {
+      lossReported = true;
+    }
+  }
+
+  /** An incident covered its events. */
+  void eventsHandled() {
+    unhandledEvent = false;
+  }
+
+  Liveness liveness() {
+    return liveness;
+  }
+
+  RankIdentity identity() {
+    return identity;
+  }
+
+  /** The stream that speaks for the rank now. */
+  String session() {
+    return session;
+  }
+
+  /** Where to ask it for a snapshot; null when its stream is gone. */
+  RankLink link() {
+    return link;
+  }
+
+  /** Its stream is open and heard from: no other stream may claim it. */
+  boolean live() {
+    return link != null && liveness == Liveness.ALIVE;
+  }
+
+  long droppedRecords() {
+    return droppedRecords;
+  }
+
+  /** The rank as the Diagnosis service lists it. */
+  RankStatus status(int rank) {
+    return RankStatus.newBuilder().setGlobalRank(rank).setHostname(identity.getHostname()).setPid(identity.getPid())
+        .setLiveness(switch (liveness) {
+          case ALIVE -> RankStatus.Liveness.CONNECTED;
+          case LOST -> RankStatus.Liveness.LOST;
+          case FINISHED -> RankStatus.Liveness.FINISHED;
+          case UNKNOWN, UNRESPONSIVE -> RankStatus.Liveness.LIVENESS_UNSPECIFIED;
+        }).setLastSeenMs(lastSeenMs).setDroppedRecords(droppedRecords).build();
+  }
+
+  /**
    * Whether this rank's window stands for a snapshot taken no earlier than {@code sinceEpochNs}: connected, alive and
    * heard from, and its newest heartbeat, sent then or later, said every record of its ring had reached the daemon.
    */
@@ -111,13 +279,67 @@ final class RankState {
     return link != null && liveness == Liveness.ALIVE && !silent && recordsCurrent && latestSentNs >= sinceEpochNs;
   }
 
+  /** Builds the records of its window, if it has one, so that the next read finds them built; false when none. */
+  boolean buildWindow() {
+    if (window == null) {
+      return false;
+    }
+    window.records();
+    return true;
+  }
+
   void putGroup(ProcessGroup g) {
     groups.put(g.getName(), g);
     groupsCopy = null;
   }
 
+  /** Groups it announced. */
+  int groupCount() {
+    return groups.size();
+  }
+
+  /** Whether it announced a group named {@code name}. */
+  boolean knowsGroup(String name) {
+    return groups.containsKey(name);
+  }
+
+  /** The job's copy of the group it announced as {@code name}, or the name itself for one never announced. */
+  Object groupKey(String name) {
+    ProcessGroup g = groups.get(name);
+    return g == null ? name : g;
+  }
+
+  /** Its newest progress on each group. */
+  Collection<ProcessGroupProgress> progress() {
+    return Collections.unmodifiableCollection(progress.values());
+  }
+
+  /** Whether it advanced group {@code name}, by the daemon's clock, after {@code sinceNanos}. */
+  boolean advancedSince(String name, long sinceNanos) {
+    Long advanced = lastAdvanceNanos.get(name);
+    return advanced != null && advanced > sinceNanos;
+  }
+
+  /** Whether it advanced any group, by the daemon's clock, after {@code sinceNanos}. */
+  boolean advancedSince(long sinceNanos) {
+    return lastAdvanceNanos.values().stream().anyMatch(t -> t > sinceNanos);
+  }
+
+  /**
+   * How long it has gone without advancing {@code group}: between its own send times when its heartbeats carry
+   * them (one clock, so no skew between hosts; a heartbeat that arrives late shows the rank as it was when sent, not
+   * as stuck for the time it spent in queues), else by the daemon's clock since the advance arrived.
+   */
+  long quietNanos(String group, long nowNanos) {
+    Long advancedSent = lastAdvanceSentNs.get(group);
+    if (latestSentNs > 0 && advancedSent != null) {
+      return latestSentNs - advancedSent;
+    }
+    return nowNanos - lastAdvanceNanos.getOrDefault(group, lastSeenNanos);
+  }
+
   /** Keeps a frame its stream named, up to {@link #MAX_FRAMES}. */
-  void putFrame(int id, Frame f) {
+  private void putFrame(int id, Frame f) {
     if (frames.size() < MAX_FRAMES) {
       frames.put(id, f);
       framesCopy = null;
@@ -125,7 +347,7 @@ final class RankState {
   }
 
   /** Forgets the frames (their ids are scoped to one stream). */
-  void clearFrames() {
+  private void clearFrames() {
     frames.clear();
     framesCopy = null;
   }

@@ -1,11 +1,16 @@
 package dev.frdiag.daemon.registry;
 
+import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.InternedFrame;
+import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.proto.v1.Shape;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 
 /**
  * Makes the records a job keeps share what its ranks repeat. A record parsed from the wire owns its strings
@@ -56,6 +61,32 @@ final class RecordInterner {
     }
     if (stack != null) {
       b.clearFrameIds().mergeFrom(stack);
+    }
+    return b.build();
+  }
+
+  /** The job's shared copy of what {@code template} stands for, for the records that name it. */
+  CollectiveRecord shared(RecordTemplate template) {
+    return intern(RecordTemplates.fields(template).build());
+  }
+
+  /**
+   * {@code reply} with its records whole (those naming a template completed with {@code templates}' shared copy of
+   * it) and sharing, as its frames do, what the job's kept records repeat; its templates are then of no use. A
+   * snapshot of every rank arrives at once, and as parsed from the wire it took four times the memory of the windows
+   * themselves (a 1 GB heap filled at 4,096 ranks before any reply was read).
+   */
+  DumpReply shared(DumpReply reply, IntFunction<CollectiveRecord> templates) {
+    if (reply.getRecordsCount() == 0 && reply.getFramesCount() == 0) {
+      return reply;
+    }
+    DumpReply.Builder b = reply.toBuilder().clearRecords().clearFrames().clearTemplates();
+    for (CollectiveRecord r : reply.getRecordsList()) {
+      b.addRecords(r.getTemplateId() != 0 ? RecordTemplates.complete(templates.apply(r.getTemplateId()), r)
+          : intern(r));
+    }
+    for (InternedFrame f : reply.getFramesList()) {
+      b.addFrames(f.toBuilder().setFrame(frame(f.getFrame())));
     }
     return b.build();
   }

@@ -51,9 +51,7 @@ final class StallCheck {
   static boolean advancedSince(Collection<RankState> ranks, Object group, long sinceNanos) {
     String name = group instanceof ProcessGroup g ? g.getName() : (String) group;
     for (RankState r : ranks) {
-      Long advanced = r.lastAdvanceNanos.get(name);
-      if (r.liveness == Liveness.ALIVE && advanced != null && advanced > sinceNanos
-          && keyOf(r, name).equals(group)) {
+      if (r.liveness() == Liveness.ALIVE && r.advancedSince(name, sinceNanos) && r.groupKey(name).equals(group)) {
         return true;
       }
     }
@@ -67,40 +65,22 @@ final class StallCheck {
     // the lock that every heartbeat of the job waits for.
     Map<Object, long[]> groups = new HashMap<>();
     for (RankState r : ranks) {
-      if (r.liveness != Liveness.ALIVE) {
+      if (r.liveness() != Liveness.ALIVE) {
         continue;
       }
-      for (ProcessGroupProgress p : r.progress.values()) {
-        long[] agg = groups.computeIfAbsent(keyOf(r, p.getProcessGroup()), k -> new long[] {0, Long.MAX_VALUE});
+      for (ProcessGroupProgress p : r.progress()) {
+        long[] agg = groups.computeIfAbsent(r.groupKey(p.getProcessGroup()), k -> new long[] {0, Long.MAX_VALUE});
         if (outstanding(p)) {
           agg[0] = 1;
         }
-        agg[1] = Math.min(agg[1], quietNanos(r, p.getProcessGroup(), nowNanos));
+        agg[1] = Math.min(agg[1], r.quietNanos(p.getProcessGroup(), nowNanos));
       }
     }
     return groups;
   }
 
-  private static Object keyOf(RankState r, String group) {
-    ProcessGroup g = r.groups.get(group);
-    return g == null ? group : g;
-  }
-
   /** Whether the rank has issued work on the group that it has not completed. */
   static boolean outstanding(ProcessGroupProgress p) {
     return p.getLastEnqueuedSeq() > p.getLastCompletedSeq() || p.getLastEnqueuedP2PSeq() > p.getLastCompletedP2PSeq();
-  }
-
-  /**
-   * How long {@code r} has gone without advancing {@code group}: between its own send times when its heartbeats carry
-   * them (one clock, so no skew between hosts; a heartbeat that arrives late shows the rank as it was when sent, not
-   * as stuck for the time it spent in queues), else by the daemon's clock since the advance arrived.
-   */
-  private static long quietNanos(RankState r, String group, long nowNanos) {
-    Long advancedSent = r.lastAdvanceSentNs.get(group);
-    if (r.latestSentNs > 0 && advancedSent != null) {
-      return r.latestSentNs - advancedSent;
-    }
-    return nowNanos - r.lastAdvanceNanos.getOrDefault(group, r.lastSeenNanos);
   }
 }

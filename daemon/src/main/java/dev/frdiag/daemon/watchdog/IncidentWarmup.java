@@ -7,16 +7,17 @@ import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.analysis.Warmup;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.registry.TemplateTable;
 import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.InternedFrame;
+import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -61,21 +62,19 @@ public final class IncidentWarmup {
       job.attach(rank.identity().toBuilder().setJobId("warmup").build(), rank.groups(), request -> { }, session, 0,
           0, 0);
       Map<RecordTemplate, Integer> ids = new HashMap<>();
-      Map<Integer, CollectiveRecord> shared = new HashMap<>();
-      List<CollectiveRecord> naming = new ArrayList<>(rank.records().size());
+      RecordBatch.Builder batch = RecordBatch.newBuilder();
       for (CollectiveRecord r : rank.records()) {
         RecordTemplate fields = RecordTemplates.of(0, r);
         Integer id = ids.get(fields);
         if (id == null) {
           id = ids.size() + 1;
           ids.put(fields, id);
-          shared.put(id, job.template(fields.toBuilder().setId(id).build()));
+          batch.addTemplates(fields.toBuilder().setId(id));
         }
-        naming.add(RecordTemplates.naming(r, id));
+        batch.addRecords(RecordTemplates.naming(r, id));
       }
-      List<InternedFrame> frames = new ArrayList<>();
-      rank.frames().forEach((id, frame) -> frames.add(InternedFrame.newBuilder().setId(id).setFrame(frame).build()));
-      job.records(rank.rank(), session, naming, shared::get, frames, 0, 1);
+      rank.frames().forEach((id, frame) -> batch.addFrames(InternedFrame.newBuilder().setId(id).setFrame(frame)));
+      job.records(rank.rank(), session, batch.build(), new TemplateTable(), 1);
       job.heartbeat(rank.rank(), session, rank.progress(), 0, synthetic.observedAtNs(), true, 1, 0);
       // Half answer saying their records are on the stream, half stand in with their windows.
       if (rank.rank() % 2 == 0) {

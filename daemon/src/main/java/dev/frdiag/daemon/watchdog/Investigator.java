@@ -101,21 +101,28 @@ public final class Investigator {
     sinks.remove(sink);
   }
 
-  /** Whether an investigation of {@code jobId} still gathers the replies to {@code requestId}. */
-  public boolean awaits(String jobId, long requestId) {
-    Gather g = pending.get(requestId);
-    return g != null && g.jobId.equals(jobId);
+  /**
+   * Routes {@code rank}'s dump reply to the investigation of {@code job} that asked for it, as the job keeps it
+   * ({@link Job#snapshot}). Late or unknown replies are checked but dropped: sharing their records with the job's
+   * would only take time from the analysis they missed. So are replies from a stream other than the one asked: only
+   * the rank's own session may answer for it.
+   *
+   * @throws IllegalArgumentException when the reply's templates or records are malformed or name what its rank
+   *     never announced
+   */
+  public void onDumpReply(Job job, int rank, String session, DumpReply reply) {
+    DumpReply kept = job.snapshot(rank, reply, gathering(job, reply) != null);
+    // Looked up again: the gather may have ended while the job took the reply in.
+    Gather g = gathering(job, reply);
+    if (kept != null && g != null) {
+      g.add(rank, session, kept);
+    }
   }
 
-  /**
-   * Routes a rank's dump reply to the investigation that asked for it. Late or unknown replies are dropped, and so
-   * are replies from a stream other than the one asked: only the rank's own session may answer for it.
-   */
-  public void onDumpReply(String jobId, int rank, String session, DumpReply reply) {
+  /** The investigation of {@code job} that still gathers the replies to {@code reply}'s request; null when none. */
+  private Gather gathering(Job job, DumpReply reply) {
     Gather g = pending.get(reply.getRequestId());
-    if (g != null && g.jobId.equals(jobId)) {
-      g.add(rank, session, reply);
-    }
+    return g != null && g.jobId.equals(job.id()) ? g : null;
   }
 
   /**

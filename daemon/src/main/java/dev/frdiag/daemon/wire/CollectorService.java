@@ -8,8 +8,8 @@ import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.registry.RankLink;
+import dev.frdiag.daemon.registry.TemplateTable;
 import dev.frdiag.daemon.watchdog.Investigator;
-import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.CollectorConfig;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
@@ -22,7 +22,6 @@ import dev.frdiag.proto.v1.NodeUpload;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
-import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.Welcome;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -192,13 +191,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
               message.getHeartbeat().getDroppedRecords(), message.getHeartbeat().getSentAtNs(),
               message.getHeartbeat().getRecordsCurrent(), now, nowMs);
         }
-        case RECORDS -> {
-          RecordBatch batch = message.getRecords();
-          templates.add(batch.getTemplatesList(), job, rank);
-          templates.check(batch.getRecordsList(), job, rank);
-          job.records(rank, id, batch.getRecordsList(), templates::get, batch.getFramesList(),
-              batch.getDroppedRecords(), now);
-        }
+        case RECORDS -> job.records(rank, id, message.getRecords(), templates, now);
         case PROCESS_GROUPS -> {
           MessageValidator.groups(message.getProcessGroups().getProcessGroupsList(), identity, job::holdsGroup);
           job.addGroups(rank, id, message.getProcessGroups().getProcessGroupsList(), now);
@@ -210,17 +203,8 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
           job.event(rank, id, message.getEvent(), now);
         }
         case DUMP_REPLY -> {
-          // A reply that is late (its investigation went on without it) or was never asked for is checked, but not
-          // kept: sharing its records with the job's would only take time from the analysis it missed.
           MessageValidator.dumpReply(message.getDumpReply());
-          boolean awaited = investigator.awaits(job.id(), message.getDumpReply().getRequestId());
-          DumpReply reply = newest(message.getDumpReply(), job.window());
-          TemplateTable replyTemplates = awaited ? new TemplateTable() : TemplateTable.checkOnly();
-          replyTemplates.add(reply.getTemplatesList(), job, rank);
-          replyTemplates.check(reply.getRecordsList(), job, rank);
-          if (awaited) {
-            investigator.onDumpReply(job.id(), rank, id, job.compact(reply, replyTemplates::get));
-          }
+          investigator.onDumpReply(job, rank, id, message.getDumpReply());
         }
         case GOODBYE -> {
           job.finished(rank, id);
@@ -327,17 +311,5 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         // Peer already gone.
       }
     }
-  }
-
-  /**
-   * {@code reply} with only its newest {@code max} records: a rank that ignores the request's {@code max_records}
-   * (an older client) must not make the daemon hold its whole ring for every rank of a large job.
-   */
-  static DumpReply newest(DumpReply reply, int max) {
-    int n = reply.getRecordsCount();
-    if (n <= max) {
-      return reply;
-    }
-    return reply.toBuilder().clearRecords().addAllRecords(reply.getRecordsList().subList(n - max, n)).build();
   }
 }

@@ -2,14 +2,12 @@ package dev.frdiag.daemon.wire;
 
 import dev.frdiag.proto.CommsId;
 import dev.frdiag.proto.Contract;
-import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
-import dev.frdiag.proto.v1.RecordTemplate;
 import java.util.List;
 import java.util.function.Predicate;
 
@@ -172,63 +170,6 @@ final class MessageValidator {
     }
     if (node.getRanksCount() > MAX_BINDINGS) {
       throw new IllegalArgumentException(node.getRanksCount() + " ranks on one node is more than " + MAX_BINDINGS);
-    }
-  }
-
-  /**
-   * A record that carries its own group and op (template_id 0).
-   *
-   * @throws IllegalArgumentException describing the first problem
-   */
-  static void record(CollectiveRecord r, boolean groupKnown) {
-    if (!groupKnown) {
-      throw new IllegalArgumentException("record " + r.getRecordId() + " names process group '"
-          + abbreviate(r.getProcessGroup()) + "' that was never announced");
-    }
-    if (r.getOp().isEmpty()) {
-      throw new IllegalArgumentException("record " + r.getRecordId() + " has no op name");
-    }
-    numbers(r);
-  }
-
-  /**
-   * A record that names a template for its group and op.
-   *
-   * @param templateKnown whether its template was sent before it (or with it) on its stream or reply
-   * @throws IllegalArgumentException describing the first problem
-   */
-  static void templated(CollectiveRecord r, boolean templateKnown) {
-    if (!templateKnown) {
-      throw new IllegalArgumentException("record " + r.getRecordId() + " names template " + r.getTemplateId()
-          + " that was not sent before it");
-    }
-    numbers(r);
-  }
-
-  /** @throws IllegalArgumentException describing the first problem */
-  static void template(RecordTemplate t, boolean groupKnown) {
-    if (t.getId() == 0) {
-      throw new IllegalArgumentException("a record template has id 0; template ids start at 1");
-    }
-    if (!groupKnown) {
-      throw new IllegalArgumentException("record template " + t.getId() + " names process group '"
-          + abbreviate(t.getProcessGroup()) + "' that was never announced");
-    }
-    if (t.getOp().isEmpty()) {
-      throw new IllegalArgumentException("record template " + t.getId() + " has no op name");
-    }
-  }
-
-  private static void numbers(CollectiveRecord r) {
-    if (r.getRecordId() < 0) {
-      throw new IllegalArgumentException("record_id " + Long.toUnsignedString(r.getRecordId())
-          + " is beyond " + Long.MAX_VALUE);
-    }
-    if (r.getTimeCreatedNs() <= 0) {
-      throw new IllegalArgumentException("record " + r.getRecordId() + " has no time_created_ns");
-    }
-    if ((r.getIsP2P() ? r.getP2PSeq() : r.getCollectiveSeq()) < 0) {
-      throw new IllegalArgumentException("record " + r.getRecordId() + " has a negative seq");
     }
   }
 

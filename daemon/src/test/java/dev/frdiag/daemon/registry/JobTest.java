@@ -1,11 +1,13 @@
 package dev.frdiag.daemon.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.frdiag.daemon.Limits;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.CollectiveState;
+import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
@@ -34,7 +36,7 @@ class JobTest {
 
   /** Ranks 0 and 1, each a member of {@code groups}. */
   private static Job twoRanks(ProcessGroup... groups) {
-    Job job = new Job("j", 2, 16, 0);
+    Job job = new Job("j", 2, 16, Limits.defaults(), 0, 0);
     for (int r = 0; r < 2; r++) {
       job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
           List.of(groups), request -> { }, "s" + r, 0, 0, 0);
@@ -53,10 +55,14 @@ class JobTest {
         .setOp("all_reduce").setCollectiveSeq(i).setTimeCreatedNs(1 + i).setState(state.apply(i)).build()).toList();
   }
 
+  private static RecordBatch batch(List<CollectiveRecord> records) {
+    return RecordBatch.newBuilder().addAllRecords(records).build();
+  }
+
   /** A heartbeat of both ranks at {@code seconds} on the daemon's clock, with these seqs on the world group. */
   private static void heartbeats(Job job, long enqueued, long completed, long seconds) {
     for (int r = 0; r < 2; r++) {
-      job.heartbeat(r, "s" + r, List.of(progress(enqueued, completed)), 0, seconds * S, 0);
+      job.heartbeat(r, "s" + r, List.of(progress(enqueued, completed)), 0, 0, false, seconds * S, 0);
     }
   }
 
@@ -74,15 +80,15 @@ class JobTest {
   void heartbeatsThatArriveLateAreJudgedByWhenTheRanksSentThem() {
     Job job = twoRanks();
     long sent = 1_700_000_000L * S;
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent, 1 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent, 1 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent, false, 1 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent, false, 1 * S, 0);
     // A daemon behind its intake: heartbeats sent 2 s later arrive 30 s later. The ranks were not stuck for 30 s.
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 2 * S, 31 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 2 * S, false, 31 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 2 * S, false, 31 * S, 0);
     assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Their own heartbeats then say they made no progress for 31 s: that is a stall, however late it arrives.
-    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
-    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, 40 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, false, 40 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, false, 40 * S, 0);
     assertThat(job.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
@@ -102,8 +108,8 @@ class JobTest {
   void progressKeepsTheWatchdogQuiet() {
     Job job = twoRanks();
     for (long t = 1; t <= 100; t += 5) {
-      job.heartbeat(0, "s0", List.of(progress(t + 1, t)), 0, t * S, 0);
-      job.heartbeat(1, "s1", List.of(progress(t + 1, t)), 0, t * S, 0);
+      job.heartbeat(0, "s0", List.of(progress(t + 1, t)), 0, 0, false, t * S, 0);
+      job.heartbeat(1, "s1", List.of(progress(t + 1, t)), 0, 0, false, t * S, 0);
       assertThat(job.incidentTrigger(t * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     }
   }
@@ -116,21 +122,21 @@ class JobTest {
     assertThat(lost.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
 
     Job silent = twoRanks();
-    silent.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
     assertThat(silent.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Rank 1 last spoke at 0: silent from 16 s on, an incident only once the grace has passed too.
-    silent.heartbeat(0, "s0", List.of(), 0, 40 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 0, false, 40 * S, 0);
     assertThat(silent.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
-    silent.heartbeat(0, "s0", List.of(), 0, 71 * S, 0);
+    silent.heartbeat(0, "s0", List.of(), 0, 0, false, 71 * S, 0);
     assertThat(silent.incidentTrigger(71 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
   }
 
   @Test
   void aSilentRankThatSpeaksAgainIsAliveAndOnlyAnEndedStreamIsLost() {
     Job job = twoRanks();
-    job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
+    job.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
     job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
-    job.heartbeat(1, "s1", List.of(), 0, 21 * S, 0);
+    job.heartbeat(1, "s1", List.of(), 0, 0, false, 21 * S, 0);
     assertThat(job.summary().getRanksLost()).isZero();
     job.lost(1, "s1", 22 * S);
     assertThat(job.summary().getRanksLost()).isEqualTo(1);
@@ -161,13 +167,13 @@ class JobTest {
   void aStreamThatLostItsRankToANewSessionSpeaksForItNoMore() {
     Job job = twoRanks();
     // Rank 1 goes silent past the heartbeat timeout; its process restarts and connects on a new stream.
-    job.heartbeat(0, "s0", List.of(), 0, 20 * S, 0);
+    job.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
     job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
     job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2).setPid(11).build(),
         List.of(ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1).build()),
         request -> { }, "s1-new", 0, 21 * S, 0);
 
-    job.heartbeat(1, "s1", List.of(progress(9, 9)), 0, 22 * S, 0);
+    job.heartbeat(1, "s1", List.of(progress(9, 9)), 0, 0, false, 22 * S, 0);
     job.finished(1, "s1");
     job.lost(1, "s1", 23 * S);
     assertThat(job.isCurrent(1, "s1")).isFalse();
@@ -199,7 +205,7 @@ class JobTest {
   void progressOfAGroupTheRankNeverAnnouncedIsNotKept() {
     Job job = twoRanks();
     job.heartbeat(0, "s0", List.of(progress(5, 4), ProcessGroupProgress.newBuilder().setProcessGroup("ghost")
-        .setLastEnqueuedSeq(9).build()), 0, 1 * S, 0);
+        .setLastEnqueuedSeq(9).build()), 0, 0, false, 1 * S, 0);
     assertThat(job.evidence(java.util.Map.of(), 0, STALL, "").ranks().get(0).progress())
         .extracting(ProcessGroupProgress::getProcessGroup).containsExactly("0");
   }
@@ -230,7 +236,7 @@ class JobTest {
       records.add(CollectiveRecord.newBuilder().setRecordId(i).setProcessGroup("0").setOp("all_reduce")
           .setCollectiveSeq(i).setTimeCreatedNs(1 + i).build());
     }
-    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    job.records(0, "s0", batch(records), new TemplateTable(), 1);
 
     List<CollectiveRecord> kept = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
     assertThat(kept).hasSize(Limits.MIN_WINDOW);
@@ -242,28 +248,55 @@ class JobTest {
 
   @Test
   void aSnapshotReplyNamingTemplatesIsTakenInAsTheWholeRecordsTheyStandFor() {
-    Job job = new Job("j", 1, 512, 0);
+    Job job = twoRanks();
     RecordTemplate template = RecordTemplate.newBuilder().setId(1).setProcessGroup("0").setOp("all_reduce")
         .addInputDtypes("Float").addFrameIds(4).setBackend("nccl").build();
-    CollectiveRecord shared = job.template(template);
     CollectiveRecord whole = CollectiveRecord.newBuilder().setRecordId(3).setProcessGroup("0").setOp("all_reduce")
         .addInputDtypes("Float").addFrameIds(4).setBackend("nccl").setCollectiveSeq(2)
         .setState(CollectiveState.STARTED).setTimeCreatedNs(10).setTimeStartedNs(11).build();
     CollectiveRecord naming = whole.toBuilder().clearProcessGroup().clearOp().clearInputDtypes().clearFrameIds()
         .clearBackend().setTemplateId(1).build();
+    job.records(0, "s0", batch(List.of(whole)), new TemplateTable(), 1);
+    CollectiveRecord kept = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records().get(0);
 
-    DumpReply compact = job.compact(DumpReply.newBuilder().setRequestId(1).addTemplates(template)
-        .addRecords(naming).build(), id -> id == 1 ? shared : null);
+    DumpReply compact = job.snapshot(1, DumpReply.newBuilder().setRequestId(1).addTemplates(template)
+        .addRecords(naming).build(), true);
     assertThat(compact.getRecordsList()).containsExactly(whole);
     assertThat(compact.getTemplatesList()).isEmpty();
-    assertThat(compact.getRecords(0).getOp()).as("the job's copy").isSameAs(shared.getOp());
+    assertThat(compact.getRecords(0).getOp()).as("the job's copy").isSameAs(kept.getOp());
+    assertThat(job.snapshot(1, DumpReply.newBuilder().setRequestId(1).addTemplates(template).addRecords(naming)
+        .build(), false)).as("checked, not kept").isNull();
+  }
+
+  @Test
+  void aSnapshotReplyIsCheckedAgainstTheGroupsItsRankAnnounced() {
+    Job job = twoRanks();
+    DumpReply stranger = DumpReply.newBuilder().setRequestId(1).addRecords(allReduces(1, i -> CollectiveState.STARTED)
+        .get(0).toBuilder().setProcessGroup("9")).build();
+
+    for (boolean keep : new boolean[] {true, false}) {
+      assertThatThrownBy(() -> job.snapshot(0, stranger, keep)).isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("record 0 names process group '9' that was never announced");
+    }
+  }
+
+  @Test
+  void aBatchThatFailsACheckIsNotTakenIn() {
+    Job job = twoRanks();
+    List<CollectiveRecord> records = allReduces(3, i -> CollectiveState.STARTED);
+    RecordBatch bad = batch(records).toBuilder().addRecords(records.get(2).toBuilder().setRecordId(3)
+        .setTemplateId(7)).build();
+
+    assertThatThrownBy(() -> job.records(0, "s0", bad, new TemplateTable(), 1))
+        .isInstanceOf(IllegalArgumentException.class).hasMessage("record 3 names template 7 that was not sent before it");
+    assertThat(job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records()).isEmpty();
   }
 
   @Test
   void aSnapshotReplySayingItsRecordsAreOnTheStreamAnswersWithTheRanksWindow() {
     Job job = twoRanks();
     List<CollectiveRecord> records = allReduces(5, i -> i < 4 ? CollectiveState.COMPLETED : CollectiveState.SCHEDULED);
-    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    job.records(0, "s0", batch(records), new TemplateTable(), 1);
     DumpReply onStream = DumpReply.newBuilder().setRequestId(1).setRecordsOnStream(true)
         .addProgress(progress(4, 3)).build();
 
@@ -271,17 +304,17 @@ class JobTest {
     assertThat(rank0.answered()).as("it answered, fresh").isTrue();
     assertThat(rank0.records()).as("its window, which the stream brought up to the reply").isEqualTo(records);
     assertThat(rank0.progress()).as("the reply's own progress").containsExactly(progress(4, 3));
-    assertThat(job.compact(onStream, id -> null)).as("nothing to share, taken as it is").isSameAs(onStream);
+    assertThat(job.snapshot(0, onStream, true)).as("nothing to share, taken as it is").isSameAs(onStream);
   }
 
   @Test
   void evidenceBuiltAheadIsTheIncidentsEvidenceWhereTheWindowsDidNotChange() {
     Job job = twoRanks();
     List<CollectiveRecord> records = allReduces(3, i -> CollectiveState.STARTED);
-    job.records(0, "s0", records, id -> null, List.of(), 0, 1);
+    job.records(0, "s0", batch(records), new TemplateTable(), 1);
     assertThat(job.prepareEvidence()).as("rank 1 sent no records: no window").isEqualTo(1);
     CollectiveRecord completed = records.get(2).toBuilder().setState(CollectiveState.COMPLETED).build();
-    job.records(0, "s0", List.of(completed), id -> null, List.of(), 0, 2);
+    job.records(0, "s0", batch(List.of(completed)), new TemplateTable(), 2);
 
     List<CollectiveRecord> seen = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records();
     assertThat(seen).containsExactly(records.get(0), records.get(1), completed);
@@ -296,7 +329,8 @@ class JobTest {
     java.util.function.BiConsumer<Long, Long> heartbeats = (pairCompleted, seconds) -> {
       for (int r = 0; r < 2; r++) {
         job.heartbeat(r, "s" + r, List.of(progress(5, 4), progress(4, 3).toBuilder().setProcessGroup("1")
-            .setLastEnqueuedSeq(pairCompleted).setLastCompletedSeq(pairCompleted).build()), 0, seconds * S, 0);
+            .setLastEnqueuedSeq(pairCompleted).setLastCompletedSeq(pairCompleted).build()), 0, 0, false,
+            seconds * S, 0);
       }
     };
     heartbeats.accept(3L, 0L);
@@ -309,9 +343,24 @@ class JobTest {
     assertThat(job.incidentOpen()).as("group 1 advanced (a heartbeat sent before the hang reached it, say); "
         + "group 0, which stalled, did not").isTrue();
     for (int r = 0; r < 2; r++) {
-      job.heartbeat(r, "s" + r, List.of(progress(6, 5)), 0, 33 * S, 0);
+      job.heartbeat(r, "s" + r, List.of(progress(6, 5)), 0, 0, false, 33 * S, 0);
     }
     job.closeIncidentIfRecovered(31 * S);
     assertThat(job.incidentOpen()).as("group 0 advanced").isFalse();
+  }
+
+  @Test
+  void aReplyThatIgnoresTheAskIsCutToItsNewestRecords() {
+    DumpReply.Builder big = DumpReply.newBuilder().setRequestId(3);
+    for (int i = 0; i < 100; i++) {
+      big.addRecords(CollectiveRecord.newBuilder().setRecordId(i));
+    }
+    DumpReply cut = Ranks.newest(big.build(), 32);
+
+    assertThat(cut.getRequestId()).isEqualTo(3);
+    assertThat(cut.getRecordsList()).extracting(CollectiveRecord::getRecordId).startsWith(68L).endsWith(99L)
+        .hasSize(32);
+    DumpReply small = DumpReply.newBuilder().addRecords(CollectiveRecord.getDefaultInstance()).build();
+    assertThat(Ranks.newest(small, 32)).isSameAs(small);
   }
 }

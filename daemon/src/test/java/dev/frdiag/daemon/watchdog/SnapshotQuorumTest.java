@@ -108,7 +108,7 @@ class SnapshotQuorumTest {
       for (int r = 0; r < worldSize; r++) {
         int rank = r;
         // Rank 2 is the straggler; the others answer at once.
-        RankLink link = rank == 2 ? request -> { } : request -> investigator.onDumpReply("q", rank, "s" + rank,
+        RankLink link = rank == 2 ? request -> { } : request -> investigator.onDumpReply(job, rank, "s" + rank,
             DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
         job.attach(RankIdentity.newBuilder().setJobId("q").setGlobalRank(r).setWorldSize(worldSize)
             .setHostname("n").setPid(r).build(), List.of(world.build()), link, "s" + r, 0, nanos.get(), 0);

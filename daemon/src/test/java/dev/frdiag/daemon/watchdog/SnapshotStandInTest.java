@@ -71,7 +71,7 @@ class SnapshotStandInTest {
     RankLink link = request -> {
       asked.add(rank);
       if (answers) {
-        investigator.onDumpReply("s", rank, "s" + rank,
+        investigator.onDumpReply(job, rank, "s" + rank,
             DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
       }
     };

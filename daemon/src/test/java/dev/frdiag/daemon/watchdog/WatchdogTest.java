@@ -75,7 +75,7 @@ class WatchdogTest {
       int r = rank;
       job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(r).setWorldSize(2).setHostname("node0")
               .setPid(100 + r).build(), List.of(WORLD),
-          request -> investigator.onDumpReply("job", r, "session" + r, DumpReply.newBuilder()
+          request -> investigator.onDumpReply(job, r, "session" + r, DumpReply.newBuilder()
               .setRequestId(request.getRequestId()).build()),
           "session" + r, 0, nanos.get(), 0);
     }
@@ -100,7 +100,8 @@ class WatchdogTest {
     at(sinceStart);
     for (int rank = 0; rank < 2; rank++) {
       if (!contains(silentRanks, rank)) {
-        job.heartbeat(rank, "session" + rank, progress == null ? List.of() : List.of(progress), 0, nanos.get(), 0);
+        job.heartbeat(rank, "session" + rank, progress == null ? List.of() : List.of(progress), 0, 0, false,
+            nanos.get(), 0);
       }
     }
     return watchdog.checkAll();

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.frdiag.proto.CommsId;
-import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.NicBinding;
@@ -220,40 +219,6 @@ class MessageValidatorTest {
         "1025 NIC bindings is more than 1024");
     refused(() -> MessageValidator.context(node.build().toBuilder().addRanks(5000).build()),
         "1025 ranks on one node is more than 1024");
-  }
-
-  private static CollectiveRecord.Builder record() {
-    return CollectiveRecord.newBuilder().setRecordId(7).setProcessGroup("0").setOp("all_reduce")
-        .setCollectiveSeq(3).setTimeCreatedNs(1);
-  }
-
-  @Test
-  void recordNamesAnAnnouncedGroup() {
-    accepted(() -> MessageValidator.record(record().build(), true));
-    refused(() -> MessageValidator.record(record().build(), false),
-        "record 7 names process group '0' that was never announced");
-    refused(() -> MessageValidator.record(record().setProcessGroup("g".repeat(100)).build(), false),
-        "record 7 names process group '" + "g".repeat(64) + "…' that was never announced");
-  }
-
-  @Test
-  void recordHasAnOpAndACreationTime() {
-    refused(() -> MessageValidator.record(record().setOp("").build(), true), "record 7 has no op name");
-    refused(() -> MessageValidator.record(record().setTimeCreatedNs(0).build(), true),
-        "record 7 has no time_created_ns");
-    refused(() -> MessageValidator.record(record().setTimeCreatedNs(-5).build(), true),
-        "record 7 has no time_created_ns");
-  }
-
-  @Test
-  void recordSeqOfItsKindIsNotNegative() {
-    accepted(() -> MessageValidator.record(record().setCollectiveSeq(0).build(), true));
-    refused(() -> MessageValidator.record(record().setCollectiveSeq(-1).build(), true),
-        "record 7 has a negative seq");
-    // A P2P op is numbered by its p2p seq; the collective seq is not its own.
-    accepted(() -> MessageValidator.record(record().setIsP2P(true).setCollectiveSeq(-1).setP2PSeq(0).build(), true));
-    refused(() -> MessageValidator.record(record().setIsP2P(true).setCollectiveSeq(3).setP2PSeq(-1).build(), true),
-        "record 7 has a negative seq");
   }
 
   @Test

@@ -99,19 +99,4 @@ class SnapshotBudgetTest {
       assertThat(request.getMaxRecords()).isEqualTo(Limits.MIN_WINDOW);
     }
   }
-
-  @Test
-  void aReplyThatIgnoresTheAskIsCutToItsNewestRecords() {
-    DumpReply.Builder big = DumpReply.newBuilder().setRequestId(3);
-    for (int i = 0; i < 100; i++) {
-      big.addRecords(CollectiveRecord.newBuilder().setRecordId(i));
-    }
-    DumpReply cut = CollectorService.newest(big.build(), 32);
-
-    assertThat(cut.getRequestId()).isEqualTo(3);
-    assertThat(cut.getRecordsList()).extracting(CollectiveRecord::getRecordId).startsWith(68L).endsWith(99L)
-        .hasSize(32);
-    DumpReply small = DumpReply.newBuilder().addRecords(CollectiveRecord.getDefaultInstance()).build();
-    assertThat(CollectorService.newest(small, 32)).isSameAs(small);
-  }
 }

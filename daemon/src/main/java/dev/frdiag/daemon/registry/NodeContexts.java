@@ -1,0 +1,43 @@
+package dev.frdiag.daemon.registry;
+
+import dev.frdiag.proto.v1.NodeContext;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * What the nodes of one job posted about their NCCL logs and counters, the newest post of each node, bounded in bytes.
+ * Not thread-safe: its owner's lock guards it.
+ */
+final class NodeContexts {
+  /** How a refusal names these contexts: "node context of job j1". */
+  private final String what;
+  private final long maxBytes;
+  private final Map<String, NodeContext> byHost = new TreeMap<>();
+  private long bytes;
+
+  NodeContexts(String what, long maxBytes) {
+    this.what = what;
+    this.maxBytes = maxBytes;
+  }
+
+  /**
+   * Keeps {@code node}'s post in place of its earlier one.
+   *
+   * @throws LimitExceededException when the posts would exceed the byte limit
+   */
+  void put(NodeContext node) {
+    NodeContext before = byHost.get(node.getHostname());
+    long after = bytes - (before == null ? 0 : before.getSerializedSize()) + node.getSerializedSize();
+    if (after > maxBytes) {
+      throw new LimitExceededException(what + " would reach " + after + " bytes, more than its limit of " + maxBytes);
+    }
+    byHost.put(node.getHostname(), node);
+    bytes = after;
+  }
+
+  /** The posts, by host name. */
+  List<NodeContext> all() {
+    return List.copyOf(byHost.values());
+  }
+}

@@ -1,0 +1,225 @@
+package dev.frdiag.daemon.registry;
+
+import dev.frdiag.analysis.RankEvidence;
+import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.JobSummary;
+import dev.frdiag.proto.v1.ProcessGroup;
+import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.proto.v1.RecordBatch;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Predicate;
+
+/**
+ * A job's ranks by rank: which stream speaks for each, the groups they announced (one copy of each), and what is
+ * read across them. Not thread-safe: the job's lock guards it and every rank's state.
+ */
+final class Ranks {
+  private final String jobId;
+  private final int maxGroupsPerRank;
+  private final Map<Integer, RankState> byRank = new TreeMap<>();
+  private int worldSize;
+  /**
+   * One copy of each process group the ranks announced: every rank of a 16,384-rank job lists the world group's
+   * 16,384 members in its Hello, and a copy per rank would be a gigabyte.
+   */
+  private final Map<ProcessGroup, ProcessGroup> sharedGroups = new HashMap<>();
+  /** The one copy of the strings, shapes and stacks their kept records repeat. */
+  private final RecordInterner interner = new RecordInterner();
+
+  Ranks(String jobId, int worldSize, int maxGroupsPerRank) {
+    this.jobId = jobId;
+    this.worldSize = worldSize;
+    this.maxGroupsPerRank = maxGroupsPerRank;
+  }
+
+  /** See {@link Job#attach}. */
+  void attach(RankIdentity identity, List<ProcessGroup> groups, RankLink link, String session, long dropped,
+      long nowNanos, long nowMs) {
+    if (identity.getWorldSize() != worldSize) {
+      long live = byRank.values().stream().filter(RankState::live).count();
+      if (live > 0) {
+        throw new ClaimRefusedException(ClaimRefusedException.Conflict.SHAPE_IN_USE, "rank "
+            + identity.getGlobalRank() + " says world size " + identity.getWorldSize() + " but job " + jobId
+            + " has world size " + worldSize + " with " + live + " live ranks; refused while they are connected");
+      }
+      // No live rank holds the old shape (an elastic restart, or a claim that went away): the old ranks are history.
+      byRank.clear();
+      worldSize = identity.getWorldSize();
+    }
+    RankState existing = byRank.get(identity.getGlobalRank());
+    if (existing != null && existing.live() && !existing.session().equals(session)) {
+      throw new ClaimRefusedException(ClaimRefusedException.Conflict.RANK_IN_USE, "rank "
+          + identity.getGlobalRank() + " of job " + jobId + " is already connected (host "
+          + existing.identity().getHostname() + ", pid " + existing.identity().getPid()
+          + "); a second stream for it is refused while the first is alive");
+    }
+    checkGroupLimit(existing == null ? 0 : existing.groupCount(), groups, identity.getGlobalRank());
+    RankState r = byRank.computeIfAbsent(identity.getGlobalRank(), k -> new RankState());
+    r.attach(identity, link, session, dropped, nowNanos, nowMs);
+    putGroups(r, groups);
+  }
+
+  /**
+   * Groups {@code r}, rank {@code rank}, created after its Hello.
+   *
+   * @throws LimitExceededException when the rank would announce more process groups than the limit
+   */
+  void addGroups(RankState r, int rank, List<ProcessGroup> groups) {
+    checkGroupLimit(r.groupCount(), groups, rank);
+    putGroups(r, groups);
+  }
+
+  private void checkGroupLimit(int known, List<ProcessGroup> groups, int rank) {
+    if (known + groups.size() > maxGroupsPerRank) {
+      long added = groups.stream().map(ProcessGroup::getName).distinct().count();
+      if (known + added > maxGroupsPerRank) {
+        throw new LimitExceededException("rank " + rank + " of job " + jobId + " announced more than "
+            + maxGroupsPerRank + " process groups");
+      }
+    }
+  }
+
+  private void putGroups(RankState r, List<ProcessGroup> groups) {
+    for (ProcessGroup g : groups) {
+      r.putGroup(sharedGroups.computeIfAbsent(g, x -> x));
+    }
+  }
+
+  /**
+   * Checks a batch of {@code rank}'s records and its new templates, kept in its stream's {@code templates}, and takes
+   * the records into the rank's window of {@code capacity} when {@code session} speaks for it.
+   *
+   * @return the rank's state when taken in; null for a stale stream
+   * @throws IllegalArgumentException describing the batch's first malformed template or record
+   */
+  RankState records(int rank, String session, RecordBatch batch, TemplateTable templates, int capacity) {
+    templates.take(batch.getTemplatesList(), batch.getRecordsList(), announced(rank), interner::shared);
+    RankState r = current(rank, session);
+    if (r != null) {
+      r.dropped(batch.getDroppedRecords());
+      r.records(batch.getRecordsList(), templates::get, batch.getFramesList(), interner, capacity);
+    }
+    return r;
+  }
+
+  /**
+   * Checks {@code rank}'s snapshot {@code reply}, and when {@code keep} returns it shared with the kept records
+   * ({@link RecordInterner#shared(DumpReply, java.util.function.IntFunction)}); else null.
+   *
+   * @throws IllegalArgumentException describing the reply's first malformed template or record
+   */
+  DumpReply snapshot(int rank, DumpReply reply, boolean keep) {
+    TemplateTable templates = keep ? new TemplateTable() : TemplateTable.checkOnly();
+    templates.take(reply.getTemplatesList(), reply.getRecordsList(), announced(rank), interner::shared);
+    return keep ? interner.shared(reply, templates::get) : null;
+  }
+
+  /** {@code reply} with only its newest {@code max} records. */
+  static DumpReply newest(DumpReply reply, int max) {
+    int n = reply.getRecordsCount();
+    if (n <= max) {
+      return reply;
+    }
+    return reply.toBuilder().clearRecords().addAllRecords(reply.getRecordsList().subList(n - max, n)).build();
+  }
+
+  /** Whether a rank announced a group equal to {@code group} (members, layout, name) and it was kept. */
+  boolean holds(ProcessGroup group) {
+    return sharedGroups.containsKey(group);
+  }
+
+  /** The rank's state; null when it never connected. */
+  RankState get(int rank) {
+    return byRank.get(rank);
+  }
+
+  /** The rank's state when {@code session} is the one that speaks for it now, else null (a stale stream). */
+  RankState current(int rank, String session) {
+    RankState r = byRank.get(rank);
+    return r != null && r.session().equals(session) ? r : null;
+  }
+
+  /** Whether {@code rank} announced a group of a name, whichever stream speaks for it. */
+  Predicate<String> announced(int rank) {
+    RankState r = byRank.get(rank);
+    return r == null ? name -> false : r::knowsGroup;
+  }
+
+  Collection<RankState> all() {
+    return byRank.values();
+  }
+
+  int worldSize() {
+    return worldSize;
+  }
+
+  /** See {@link Job#currentWindows}. */
+  Set<Integer> currentWindows(long sinceEpochNs) {
+    Set<Integer> current = new HashSet<>();
+    byRank.forEach((rank, r) -> {
+      if (r.windowCurrentSince(sinceEpochNs)) {
+        current.add(rank);
+      }
+    });
+    return current;
+  }
+
+  /** The links of the connected ranks but those of {@code notAsked}; each rank put in {@code asked} with its session. */
+  List<RankLink> links(Set<Integer> notAsked, Map<Integer, String> asked) {
+    List<RankLink> links = new ArrayList<>();
+    byRank.forEach((rank, r) -> {
+      if (r.link() != null && !notAsked.contains(rank)) {
+        links.add(r.link());
+        asked.put(rank, r.session());
+      }
+    });
+    return links;
+  }
+
+  /** See {@link Job#evidence(Map, Set, long, java.time.Duration, String)}. */
+  List<RankEvidence> evidence(Map<Integer, DumpReply> replies, Set<Integer> standIns, String noReplyReason) {
+    // Built on every core while the job's lock is held (writers wait, and the ranks' states are only read): each
+    // rank's records are rebuilt from its window, a million at 16,384 ranks.
+    return List.copyOf(byRank.entrySet()).parallelStream()
+        .map(e -> e.getValue().evidence(e.getKey(), replies.get(e.getKey()), standIns.contains(e.getKey()),
+            noReplyReason))
+        .toList();
+  }
+
+  /** See {@link Job#prepareEvidence}. */
+  int buildWindows() {
+    // On every core, as evidence() does, and for the same reason: writers wait while the job's lock is held.
+    // Read for what the read keeps: the records built, and the list the incident's read then returns as it is.
+    return (int) List.copyOf(byRank.values()).parallelStream().filter(RankState::buildWindow).count();
+  }
+
+  /** {@code summary} with the ranks counted by liveness. */
+  JobSummary.Builder counted(JobSummary.Builder summary) {
+    int connected = 0;
+    int lost = 0;
+    int finished = 0;
+    for (RankState r : byRank.values()) {
+      switch (r.liveness()) {
+        case ALIVE -> connected++;
+        case LOST -> lost++;
+        case FINISHED -> finished++;
+        default -> { }
+      }
+    }
+    return summary.setWorldSize(worldSize).setRanksConnected(connected).setRanksLost(lost).setRanksFinished(finished);
+  }
+
+  List<RankStatus> statuses() {
+    List<RankStatus> out = new ArrayList<>(byRank.size());
+    byRank.forEach((rank, r) -> out.add(r.status(rank)));
+    return out;
+  }
+}
