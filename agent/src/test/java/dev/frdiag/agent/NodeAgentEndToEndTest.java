@@ -10,7 +10,7 @@ import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.GetReportRequest;

@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.frdiag.agent.FakeTorchRank.Role;
 import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.proto.v1.RankStatus;
 import dev.frdiag.report.Report;

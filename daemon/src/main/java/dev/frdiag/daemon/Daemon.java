@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.settings.DaemonSettings;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.daemon.access.AccessInterceptor;
 import dev.frdiag.daemon.access.AccessRules;

@@ -1,5 +1,7 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.settings.Limits;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.ConfigFile;
 import dev.frdiag.command.DurationConverter;

@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.settings.DaemonSettings;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.analysis.Evidence;

@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.settings.DaemonSettings;
 import io.grpc.ManagedChannel;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;

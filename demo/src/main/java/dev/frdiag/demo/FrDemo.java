@@ -4,7 +4,7 @@ import dev.frdiag.cli.ExitCode;
 import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportJson;

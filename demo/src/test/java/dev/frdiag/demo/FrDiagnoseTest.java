@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.frdiag.cli.ExitCode;
 import dev.frdiag.cli.FrDiagnose;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.demo.FrDemo;
 import java.io.PrintWriter;
 import java.io.StringWriter;

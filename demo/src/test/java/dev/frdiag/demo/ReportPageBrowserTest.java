@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.frdiag.cli.FrDiagnose;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.report.Report;
 import dev.frdiag.testing.browser.HeadlessChromium;
 import dev.frdiag.testing.dumps.DumpWriter;

@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.frdiag.cli.ExitCode;
 import dev.frdiag.cli.FrDiagnose;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.testing.tls.TestCertificates;

@@ -48,7 +48,7 @@ public final class Job {
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
 
-  Job(String id, int worldSize, int window, dev.frdiag.daemon.Limits limits, long nowMs, long nowNanos) {
+  Job(String id, int worldSize, int window, dev.frdiag.daemon.settings.Limits limits, long nowMs, long nowNanos) {
     this.id = id;
     this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank());
     this.window = limits.windowFor(window, worldSize);
@@ -210,7 +210,7 @@ public final class Job {
 
   /**
    * Records kept per rank: the daemon's window, or less for a job so large that its ranks would hold more than the
-   * job's share ({@link dev.frdiag.daemon.Limits#windowFor}). Snapshot replies are asked for and kept to this too.
+   * job's share ({@link dev.frdiag.daemon.settings.Limits#windowFor}). Snapshot replies are asked for and kept to this too.
    */
   public int window() {
     return window;

@@ -1,6 +1,6 @@
 package dev.frdiag.daemon.registry;
 
-import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.NodeContext;
 import java.time.Duration;
 import java.util.ArrayList;

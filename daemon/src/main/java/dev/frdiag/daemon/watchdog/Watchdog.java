@@ -1,6 +1,6 @@
 package dev.frdiag.daemon.watchdog;
 
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.report.Report;

@@ -1,7 +1,7 @@
 package dev.frdiag.daemon.wire;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.access.Access;
 import dev.frdiag.daemon.access.Principal;
 import dev.frdiag.daemon.registry.Job;

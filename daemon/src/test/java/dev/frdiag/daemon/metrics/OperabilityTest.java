@@ -3,7 +3,7 @@ package dev.frdiag.daemon.metrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;

@@ -3,7 +3,7 @@ package dev.frdiag.daemon.registry;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.proto.v1.RankIdentity;

@@ -3,7 +3,7 @@ package dev.frdiag.daemon.registry;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.CollectiveState;
@@ -212,7 +212,7 @@ class JobTest {
 
   @Test
   void nodeContextBeyondTheJobsByteLimitIsRefusedAndTheEarlierContextKept() {
-    Job job = new Job("j", 2, 16, dev.frdiag.daemon.Limits.builder().maxContextBytesPerJob(64 * 1024).build(), 0, 0);
+    Job job = new Job("j", 2, 16, dev.frdiag.daemon.settings.Limits.builder().maxContextBytesPerJob(64 * 1024).build(), 0, 0);
     dev.frdiag.proto.v1.NodeContext small = dev.frdiag.proto.v1.NodeContext.newBuilder().setJobId("j")
         .setHostname("a").build();
     job.context(small, 0);

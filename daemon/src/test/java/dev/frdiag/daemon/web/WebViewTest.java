@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.access.ServerTls;

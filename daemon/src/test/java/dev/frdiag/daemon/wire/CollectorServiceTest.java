@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.analysis.RankEvidence;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectorGrpc;

@@ -9,7 +9,7 @@ import dev.frdiag.collector.recorder.ProcessGroupHandle;
 import dev.frdiag.collector.recorder.TensorList;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
 import dev.frdiag.proto.v1.GetReportRequest;

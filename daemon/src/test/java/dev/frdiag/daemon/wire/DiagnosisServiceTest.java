@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
-import dev.frdiag.daemon.DaemonSettings;
-import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.settings.DaemonSettings;
+import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.DaemonMessage;

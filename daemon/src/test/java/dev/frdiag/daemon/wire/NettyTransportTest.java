@@ -3,7 +3,7 @@ package dev.frdiag.daemon.wire;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.Hello;
 import dev.frdiag.proto.v1.ProcessGroup;

@@ -3,7 +3,7 @@ package dev.frdiag.daemon.wire;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.DaemonFrame;

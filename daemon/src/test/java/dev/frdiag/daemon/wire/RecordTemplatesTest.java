@@ -9,7 +9,7 @@ import dev.frdiag.collector.recorder.ProcessGroupHandle;
 import dev.frdiag.collector.recorder.TensorList;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.collector.reporter.ReporterSettings;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.InProcessDaemon;
 import dev.frdiag.proto.RecordTemplates;
 import dev.frdiag.proto.v1.CollectiveRecord;

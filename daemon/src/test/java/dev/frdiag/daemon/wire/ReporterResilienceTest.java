@@ -11,7 +11,7 @@ import dev.frdiag.collector.recorder.TensorList;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.DiagnosisGrpc;

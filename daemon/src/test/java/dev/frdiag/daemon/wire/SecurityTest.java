@@ -9,7 +9,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.frdiag.command.ClientSecurity;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.access.ServerTls;

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.InProcessDaemon;
-import dev.frdiag.daemon.Limits;
+import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;

@@ -1,4 +1,4 @@
-package dev.frdiag.daemon;
+package dev.frdiag.daemon.settings;
 
 import dev.frdiag.daemon.store.Retention;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package dev.frdiag.daemon;
+package dev.frdiag.daemon.settings;
 
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.alert.AlertTarget;
