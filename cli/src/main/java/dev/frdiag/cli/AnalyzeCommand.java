@@ -31,7 +31,7 @@ import picocli.CommandLine.Parameters;
         "A file that cannot be read is reported on stderr and the rest are still analysed."})
 public final class AnalyzeCommand implements Callable<Integer> {
   @Parameters(arity = "1..*", paramLabel = "PATH",
-      description = "Dump folders, dump files, NCCL logs, training logs, kernel logs.")
+      description = "Dump folders, dump files, NCCL logs, training logs, kernel logs; a quoted glob ('logs/node*/train-*.log') names the files it matches.")
   List<Path> paths;
 
   @Option(names = "--prefix", description = "Dump file name prefix before the rank (when a folder holds several).")

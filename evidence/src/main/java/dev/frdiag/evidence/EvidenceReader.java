@@ -78,14 +78,14 @@ public final class EvidenceReader {
   }
 
   /**
-   * Reads {@code paths} (folders of dumps and the logs beside them, single files) in order. A pipe, socket or
-   * device among them is skipped: PyTorch's debug pipes live beside its dumps, and opening a FIFO nobody writes
-   * would wait forever.
+   * Reads {@code paths} (folders of dumps and the logs beside them, single files, and globs such as
+   * {@code 'logs/node*'/train-*.log} that name either) in order. A pipe, socket or device among them is skipped:
+   * PyTorch's debug pipes live beside its dumps, and opening a FIFO nobody writes would wait forever.
    *
    * @param progress told of each batch of files as it is read, of each file that could not be used, and last of
    *     each input that gave nothing
-   * @throws UnusableInputException when a path does not exist, or is a folder whose dumps cannot be listed; what
-   *     was read before it is dropped
+   * @throws UnusableInputException when a path does not exist (a glob: matches nothing), or is a folder whose dumps
+   *     cannot be listed; what was read before it is dropped
    * @throws IOException when a log cannot be read
    */
   public Gathered read(List<Path> paths, ReadProgress progress)
@@ -106,11 +106,12 @@ public final class EvidenceReader {
       this.progress = progress;
     }
 
-    Gathered all(List<Path> paths) throws UnusableInputException, IOException, InterruptedException {
+    Gathered all(List<Path> inputs) throws UnusableInputException, IOException, InterruptedException {
+      List<Path> paths = new ArrayList<>();
+      for (Path input : inputs) {
+        paths.addAll(Files.exists(input) ? List.of(input) : Globs.expand(input));
+      }
       for (Path path : paths) {
-        if (!Files.exists(path)) {
-          throw new UnusableInputException(path + ": no such file or directory");
-        }
         List<Path> files = new ArrayList<>();
         if (Files.isDirectory(path)) {
           files.addAll(folder(path));

@@ -83,4 +83,30 @@ class EvidenceReaderTest {
     assertThat(told.said).containsExactly("files 1", "step", "done",
         "note: " + notes + ": not a Flight Recorder dump, NCCL log or training log; skipped");
   }
+
+  @Test
+  void aQuotedGlobReadsWhatItMatchesAndOneThatMatchesNothingSaysSo() throws Exception {
+    Path folder = Path.of("..", "testing", "src", "test", "resources", "fr_dumps", "nvrx_lock_gil_1st");
+    Path ranks = Files.createDirectories(dir.resolve("node-a"));
+    for (int r = 0; r < 16; r++) {
+      Path dump = folder.resolve("_dump_" + r);
+      if (Files.exists(dump)) {
+        Files.copy(dump, ranks.resolve("_dump_" + r));
+      }
+    }
+    long copied;
+    try (var listed = Files.list(ranks)) {
+      copied = listed.count();
+    }
+
+    EvidenceReader.Gathered g = EvidenceReader.builder().build()
+        .read(List.of(dir.resolve("node-*").resolve("_dump_*")), new Told());
+
+    assertThat(copied).isEqualTo(16);
+    assertThat(g.dumpFiles() + g.logFiles()).isPositive();
+    assertThat(g.evidence().orElseThrow().ranks()).hasSize(16);
+    assertThatThrownBy(() -> EvidenceReader.builder().build().read(List.of(dir.resolve("node-z*")), new Told()))
+        .isInstanceOf(UnusableInputException.class)
+        .hasMessage(dir.resolve("node-z*") + ": no file or folder matches");
+  }
 }
