@@ -168,21 +168,10 @@ final class StuckOperations {
    * a failure (a timeout, a peer's lost connection), not a completion: the op is outstanding for the group.
    */
   private long firstFailed(GroupKey g) {
-    long failed = Long.MAX_VALUE;
-    for (int member : index.members.get(g)) {
-      RankIndex.Track t = index.track(member, g);
-      if (t == null) {
-        continue;
-      }
-      for (int i = 0; i < t.collectives.size(); i++) {
-        long seq = t.collectives.seq(i);
-        if (seq < failed && t.collectives.at(i).stream().anyMatch(Completion::retiredUnknown)
-            && someoneNeverIssued(g, seq)) {
-          failed = seq;
-        }
-      }
-    }
-    return failed;
+    return index.members.get(g).stream().map(m -> index.track(m, g)).filter(t -> t != null)
+        .flatMap(t -> t.collectives.all().stream()).filter(Completion::retiredUnknown)
+        .mapToLong(CollectiveRecord::getCollectiveSeq).sorted().filter(seq -> someoneNeverIssued(g, seq))
+        .findFirst().orElse(Long.MAX_VALUE);
   }
 
   /** Whether a member of {@code g} answered and never issued collective {@code seq} of it. */

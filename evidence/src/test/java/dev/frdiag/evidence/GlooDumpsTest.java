@@ -1,18 +1,23 @@
 package dev.frdiag.evidence;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
+import dev.frdiag.readers.pytorch.DumpReader;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Real PyTorch 2.13.0+cpu gloo Flight Recorder dumps of real hangs (resources/pytorch-2.13-gloo/README.md), read
@@ -53,10 +58,7 @@ class GlooDumpsTest {
   @ParameterizedTest(name = "{0} from {1}")
   @MethodSource("scenarios")
   void readsTheRealDumpsOfEachScenarioRight(Expected e, String format) throws Exception {
-    EvidenceReader.Gathered g = EvidenceReader.builder().build()
-        .read(List.of(DUMPS.resolve(e.scenario()).resolve(format)), ReadProgress.SILENT);
-
-    Diagnosis d = HangAnalyzer.analyze(g.evidence().orElseThrow());
+    Diagnosis d = analyze(e.scenario(), format);
 
     assertThat(d.verdict()).as(d.headline()).isEqualTo(e.verdict());
     assertThat(d.symptom()).as(d.headline()).isEqualTo(e.symptom());
@@ -72,13 +74,29 @@ class GlooDumpsTest {
   @ParameterizedTest(name = "{0} from {1}")
   @MethodSource("scenarios")
   void neverCallsAHungJobHealthyWithConfidence(Expected e, String format) throws Exception {
-    EvidenceReader.Gathered g = EvidenceReader.builder().build()
-        .read(List.of(DUMPS.resolve(e.scenario()).resolve(format)), ReadProgress.SILENT);
-
-    Diagnosis d = HangAnalyzer.analyze(g.evidence().orElseThrow());
+    Diagnosis d = analyze(e.scenario(), format);
 
     if (e.verdict() != Verdict.NO_HANG) {
       assertThat(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9).as(d.headline()).isFalse();
     }
+  }
+
+  @ParameterizedTest(name = "from {0}")
+  @ValueSource(strings = {"pickle", "json"})
+  void readsGlooPgStatusInCollectiveSeqsNotOpIds(String format) throws Exception {
+    // Rank 1 of the pipeline: pg_status '0' (default group) is 15/15 in op_ids, whose newest collective is #5 at
+    // op_id 15 (two unrecorded send/recv per step); '1' (its stage group) is 6/5, where op_id = collective seq.
+    FlightRecorderDump dump = DumpReader.create()
+        .read(DUMPS.resolve("pp_stall_rank2_w4").resolve(format).resolve("trace_rank_1"));
+
+    assertThat(dump.progress()).extracting(ProcessGroupProgress::getProcessGroup,
+        ProcessGroupProgress::getLastEnqueuedSeq, ProcessGroupProgress::getLastCompletedSeq)
+        .containsExactlyInAnyOrder(tuple("0", 5L, 5L), tuple("1", 6L, 5L));
+  }
+
+  private static Diagnosis analyze(String scenario, String format) throws Exception {
+    EvidenceReader.Gathered g = EvidenceReader.builder().build()
+        .read(List.of(DUMPS.resolve(scenario).resolve(format)), ReadProgress.SILENT);
+    return HangAnalyzer.analyze(g.evidence().orElseThrow());
   }
 }
