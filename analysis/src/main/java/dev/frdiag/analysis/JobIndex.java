@@ -1,7 +1,6 @@
 package dev.frdiag.analysis;
 
 import dev.frdiag.proto.v1.CollectiveRecord;
-import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.ProcessGroup;
 import java.util.Collections;
 import java.util.HashMap;
@@ -96,7 +95,7 @@ final class JobIndex {
       return null;
     }
     for (CollectiveRecord rec : t.p2p.all()) {
-      if (rec.getPeer() == owner && rec.getState() != CollectiveState.COMPLETED) {
+      if (rec.getPeer() == owner && !Completion.ended(rec)) {
         return rec;
       }
     }

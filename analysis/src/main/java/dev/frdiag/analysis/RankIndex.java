@@ -32,6 +32,13 @@ final class RankIndex {
     long p2pCompleted = -1;
     long lastProgressNs;
     long lastCompletionNs;
+    /**
+     * Ops the group issued that no record shows: op_id gaps after an ended record (op_id counts every op of the
+     * group, P2P included, and gloo records no send/recv). Counted only after an ended record, as a dump of only
+     * the active entries leaves out completed ones.
+     */
+    long unrecordedOps;
+    private CollectiveRecord lastRecord;
     /** Oldest collective seq held in the ring; older seqs were overwritten. */
     long oldestHeld = Long.MAX_VALUE;
     long oldestHeldP2p = Long.MAX_VALUE;
@@ -76,24 +83,30 @@ final class RankIndex {
       if (r.getState() == CollectiveState.STARTED || r.getTimeStartedNs() > 0) {
         starts = true;
       }
+      boolean ended = Completion.ended(r);
+      if (t.lastRecord != null && Completion.ended(t.lastRecord) && t.lastRecord.getOpId() > 0
+          && r.getOpId() > t.lastRecord.getOpId() + 1) {
+        t.unrecordedOps += r.getOpId() - t.lastRecord.getOpId() - 1;
+      }
+      t.lastRecord = r;
       if (r.getIsP2P()) {
         t.p2p.add(r.getP2PSeq(), r);
         t.p2pEnqueued = Math.max(t.p2pEnqueued, r.getP2PSeq());
         t.oldestHeldP2p = Math.min(t.oldestHeldP2p, r.getP2PSeq());
-        if (r.getState() == CollectiveState.COMPLETED) {
+        if (ended) {
           t.p2pCompleted = Math.max(t.p2pCompleted, r.getP2PSeq());
         }
       } else {
         t.collectives.add(r.getCollectiveSeq(), r);
         t.enqueued = Math.max(t.enqueued, r.getCollectiveSeq());
         t.oldestHeld = Math.min(t.oldestHeld, r.getCollectiveSeq());
-        if (r.getState() == CollectiveState.COMPLETED) {
+        if (ended) {
           t.completed = Math.max(t.completed, r.getCollectiveSeq());
         } else if (r.getState() == CollectiveState.STARTED) {
           t.started = Math.max(t.started, r.getCollectiveSeq());
         }
       }
-      if (r.getState() == CollectiveState.COMPLETED) {
+      if (ended) {
         t.lastCompletionNs = Math.max(t.lastCompletionNs, r.getTimeCompletedNs());
       } else if (oldest == null || isBefore(r, oldest)) {
         oldest = r;

@@ -241,7 +241,10 @@ final class SignatureCheck {
 
   /**
    * The members whose op is the odd one out: the minority when there is a majority; with a tie (two-member
-   * groups), the members whose op also differs from what they issued for the same op earlier in the group.
+   * groups), the members whose op also differs from what they issued for the same op earlier in the group; failing
+   * that, the members whose op the group never issued before, where the others' op is one it did (a rank that
+   * issues all_gather where its group had issued only all_reduce at every earlier step departs from the
+   * program both ran until then).
    */
   private List<Integer> minority(GroupKey g, long seq, Map<Integer, List<Object>> keys) {
     Map<List<Object>, List<Integer>> byKey = new HashMap<>();
@@ -252,16 +255,23 @@ final class SignatureCheck {
       return keys.keySet().stream().filter(r -> !majorities.get(0).contains(r)).sorted().toList();
     }
     List<Integer> changed = new ArrayList<>();
+    List<Integer> novel = new ArrayList<>();
     for (int rank : keys.keySet()) {
       RankIndex.Track t = index.track(rank, g);
       String ops = opsOf(t.collectives.get(seq));
       int prev = t.collectives.indexBelow(seq);
+      boolean history = prev >= 0;
       while (prev >= 0 && !opsOf(t.collectives.at(prev)).equals(ops)) {
         prev--;
       }
       if (prev >= 0 && !CollectiveMatch.key(t.collectives.at(prev)).equals(keys.get(rank))) {
         changed.add(rank);
+      } else if (history && prev < 0) {
+        novel.add(rank);
       }
+    }
+    if (changed.isEmpty() && !novel.isEmpty() && novel.size() < keys.size()) {
+      return novel.stream().sorted().toList();
     }
     return changed.isEmpty() || changed.size() == keys.size() ? keys.keySet().stream().sorted().toList()
         : changed;

@@ -74,7 +74,8 @@ final class StuckOperations {
         if (sample == null || r.getCommsId() != 0 && sample.getCommsId() == 0) {
           sample = r;
         }
-        if (r.getState() != CollectiveState.COMPLETED) {
+        // A record retired with no completion, in an op still stuck, was waited on until it failed.
+        if (!Completion.ended(r) || Completion.retiredUnknown(r)) {
           firstCreatedNs = Math.min(firstCreatedNs, r.getTimeCreatedNs());
         }
       }
@@ -101,7 +102,7 @@ final class StuckOperations {
     }
     long issued = Long.MAX_VALUE;
     for (CollectiveRecord rec : recordsIn(key, rank)) {
-      if (rec.getState() != CollectiveState.COMPLETED && rec.getTimeCreatedNs() > 0) {
+      if (!Completion.ended(rec) && rec.getTimeCreatedNs() > 0) {
         issued = Math.min(issued, rec.getTimeCreatedNs());
       }
     }
@@ -149,6 +150,7 @@ final class StuckOperations {
     if (!job.offline() && job.observedAtNs() - lastProgress < job.stallThreshold().toNanos()) {
       return;
     }
+    firstCollective = Math.min(firstCollective, firstFailed(g));
     if (firstCollective != Long.MAX_VALUE) {
       keepIfStalled(op(g, firstCollective, false));
     }
@@ -160,9 +162,35 @@ final class StuckOperations {
     }
   }
 
+  /**
+   * The lowest collective seq some member holds retired with no completion (gloo) while another member that
+   * answered never issued it. A collective completes only once every member has joined it, so that retirement was
+   * a failure (a timeout, a peer's lost connection), not a completion: the op is outstanding for the group.
+   */
+  private long firstFailed(GroupKey g) {
+    return index.members.get(g).stream().map(m -> index.track(m, g)).filter(t -> t != null)
+        .flatMap(t -> t.collectives.all().stream()).filter(Completion::retiredUnknown)
+        .mapToLong(CollectiveRecord::getCollectiveSeq).sorted().filter(seq -> someoneNeverIssued(g, seq))
+        .findFirst().orElse(Long.MAX_VALUE);
+  }
+
+  /** Whether a member of {@code g} answered and never issued collective {@code seq} of it. */
+  private boolean someoneNeverIssued(GroupKey g, long seq) {
+    for (int member : index.members.get(g)) {
+      RankIndex r = index.rank(member);
+      if (r != null && r.evidence.answered() && !r.evidence.isEmpty()) {
+        RankIndex.Track t = r.tracks.get(g);
+        if (t == null || t.enqueued < seq && t.collectives.get(seq) == null) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   private static long firstOutstanding(RecordsBySeq bySeq, long enqueued, long completed) {
     for (int i = bySeq.indexAbove(completed); i < bySeq.size(); i++) {
-      if (!allCompleted(bySeq.at(i))) {
+      if (!allEnded(bySeq.at(i))) {
         return bySeq.seq(i);
       }
     }
@@ -170,9 +198,9 @@ final class StuckOperations {
     return enqueued > completed && !bySeq.contains(completed + 1) ? completed + 1 : Long.MAX_VALUE;
   }
 
-  private static boolean allCompleted(List<CollectiveRecord> recs) {
+  private static boolean allEnded(List<CollectiveRecord> recs) {
     for (CollectiveRecord r : recs) {
-      if (r.getState() != CollectiveState.COMPLETED) {
+      if (!Completion.ended(r)) {
         return false;
       }
     }
@@ -197,7 +225,8 @@ final class StuckOperations {
     if (c == null) {
       return MemberState.NOT_ISSUED;
     }
-    return c.getState() == CollectiveState.STARTED ? MemberState.WAITING : MemberState.ISSUED;
+    return c.getState() == CollectiveState.STARTED || Completion.inside(c) ? MemberState.WAITING
+        : MemberState.ISSUED;
   }
 
   /** Where {@code rank} is relative to operation (g, seq) by its own records and progress. */
@@ -214,22 +243,27 @@ final class StuckOperations {
     long completed = p2p ? t.p2pCompleted : t.completed;
     long enqueued = p2p ? t.p2pEnqueued : t.enqueued;
     if (recs != null) {
-      CollectiveState least = CollectiveState.COMPLETED;
+      MemberState least = MemberState.DONE;
+      boolean retiredUnknown = false;
       for (CollectiveRecord rec : recs) {
-        if (rec.getStateValue() < least.getNumber()) {
-          least = rec.getState();
+        retiredUnknown |= Completion.retiredUnknown(rec);
+        MemberState own = Completion.ended(rec) ? MemberState.DONE
+            : rec.getState() == CollectiveState.STARTED || Completion.inside(rec) ? MemberState.WAITING
+            : MemberState.ISSUED;
+        if (rank(own) < rank(least)) {
+          least = own;
         }
+      }
+      if (retiredUnknown && !p2p && someoneNeverIssued(g, seq)) {
+        // Retired while a member never joined: it failed, after this rank waited in it (firstFailed).
+        return MemberState.WAITING;
       }
       // The progress counter was read when the heartbeat or dump was taken; a record copy may be older than that
       // (a re-sent record replaces it only once it arrives), so a counter past this seq outranks its state.
-      if (least != CollectiveState.COMPLETED && completed >= seq) {
+      if (least != MemberState.DONE && completed >= seq) {
         return MemberState.DONE;
       }
-      return switch (least) {
-        case COMPLETED -> MemberState.DONE;
-        case STARTED -> MemberState.WAITING;
-        default -> MemberState.ISSUED;
-      };
+      return least;
     }
     long oldestHeld = p2p ? t.oldestHeldP2p : t.oldestHeld;
     if (completed >= seq || seq < oldestHeld && enqueued >= seq && oldestHeld != Long.MAX_VALUE) {
@@ -240,6 +274,15 @@ final class StuckOperations {
     }
     // Absence in an old window (no fresh snapshot) says nothing: the rank may have issued it since.
     return r.evidence.answered() ? MemberState.NOT_ISSUED : MemberState.UNKNOWN;
+  }
+
+  /** Issued before waiting before done: the least of a member's records is where it is. */
+  private static int rank(MemberState s) {
+    return switch (s) {
+      case ISSUED -> 0;
+      case WAITING -> 1;
+      default -> 2;
+    };
   }
 
   private CollectiveRef ref(StuckOp.Key k, Map<Integer, MemberState> states, CollectiveRecord sample) {

@@ -14,6 +14,7 @@ import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.readers.pytorch.PgStatus;
+import dev.frdiag.readers.pytorch.RecordedMembers;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -91,14 +92,16 @@ final class OfflineEvidence {
   /** The analysis input: offline, so every outstanding op counts as stuck. */
   public JobEvidence build(String job) {
     int world = Math.max(worldSize, inferredWorldSize());
-    Map<String, long[]> seqRanges = PgStatus.seqRanges(dumps.values());
+    // Dumps that list no members (gloo) get them from the job's dumps together, before groups are compared.
+    List<FlightRecorderDump> all = RecordedMembers.complete(dumps.values(), world);
+    Map<String, long[]> seqRanges = PgStatus.seqRanges(all);
     Map<Integer, RankEvidence> ranks = new TreeMap<>();
-    for (FlightRecorderDump d : dumps.values()) {
+    for (FlightRecorderDump d : all) {
       ranks.put(d.rank(), fromDump(d, seqRanges, world));
     }
     Map<Integer, RankEvidence> fromLogs = WatchdogEvidence.of(watchdog, rank -> identity(rank, world));
     Map<String, ProcessGroup> dumpGroups = new HashMap<>();
-    dumps.values().forEach(d -> withLayout(d.processGroups()).forEach(g -> dumpGroups.putIfAbsent(g.getName(), g)));
+    all.forEach(d -> withLayout(d.processGroups()).forEach(g -> dumpGroups.putIfAbsent(g.getName(), g)));
     fromLogs.forEach((rank, logged) -> {
       RankEvidence e = ranks.get(rank);
       if (e == null) {

@@ -19,6 +19,7 @@ import dev.frdiag.readers.pytorch.DumpValues.EntryAt;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -82,6 +83,8 @@ final class EntryDecoder {
    * short lists of ints is cheaper than building their protobuf shapes again.
    */
   private final Map<List<?>, List<Shape>> shapeLists = new HashMap<>();
+  /** The desc of each group name the entries name, in order of first appearance. */
+  private final Map<String, String> descs = new LinkedHashMap<>();
   /** The frame ids of the entry being read; see {@link Repeated}. */
   private int[] frameIds = new int[128];
 
@@ -181,6 +184,7 @@ final class EntryDecoder {
     }
     String[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
     String pgName = pg[0];
+    descs.putIfAbsent(pgName, pg[1]);
     if (has(f, Key.PG_ID)) {
       long pgId = integer(get(f, Key.PG_ID), new At(where, "pg_id"));
       String before = pgIdToName.putIfAbsent(pgId, pgName);
@@ -260,7 +264,11 @@ final class EntryDecoder {
     PgConfig.Group group = config.group(pgName);
     int peer = -1;
     long commsId = 0;
-    if (group == null) {
+    if (group == null && config.groups().isEmpty()) {
+      // gloo's recorder (PyTorch 2.13) writes pg_config without members: the job's dumps together say who they are.
+      warnings.add("pg_config lists no members: those of process group '" + abbreviate(pgName)
+          + "' are taken to be the ranks whose records name it");
+    } else if (group == null) {
       warnings.add("entries refer to process group '" + abbreviate(pgName)
           + "' that pg_config does not list: no peer and no comms_id for them");
     } else {
@@ -283,6 +291,11 @@ final class EntryDecoder {
       commsId = CommsId.of(group.commsIdPrefix(), isP2p ? p2pSeq : collectiveSeq, isP2p, group.layout());
     }
     return b.setPeer(peer).setCommsId(commsId).build();
+  }
+
+  /** The desc of each group name the entries named, in order of first appearance. */
+  Map<String, String> descs() {
+    return descs;
   }
 
   private String[] nameAndDesc(Object value, Object where) {

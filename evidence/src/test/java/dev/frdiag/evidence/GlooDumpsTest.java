@@ -1,0 +1,102 @@
+package dev.frdiag.evidence;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
+
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.Symptom;
+import dev.frdiag.proto.v1.Verdict;
+import dev.frdiag.readers.pytorch.DumpReader;
+import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Real PyTorch 2.13.0+cpu gloo Flight Recorder dumps of real hangs (resources/pytorch-2.13-gloo/README.md), read
+ * the way {@code fr-diagnose analyze} reads them: {@link EvidenceReader}, then {@link HangAnalyzer}. Each
+ * scenario's expected reading is what its fault makes true, from what the dumps can show (the README says why).
+ */
+class GlooDumpsTest {
+  private static final Path DUMPS = Path.of("src", "test", "resources", "pytorch-2.13-gloo");
+
+  /** One scenario's right reading; {@code collective} is "group#seq op", empty for none. */
+  record Expected(String scenario, Verdict verdict, Symptom symptom, List<Integer> culprits, String collective,
+      double minConfidence, double maxConfidence, Evidence.Kind mustSay) {}
+
+  static Stream<Arguments> scenarios() {
+    List<Expected> expected = List.of(
+        new Expected("stall_dp_rank2_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(2), "3#6 all_reduce", 0.7, 0.7,
+            Evidence.Kind.SNAPSHOT_AGE),
+        new Expected("stall_tp_rank1_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(1), "1#11 all_reduce", 0.7, 0.7,
+            Evidence.Kind.SNAPSHOT_AGE),
+        new Expected("stall_world_rank3_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(3), "0#8 all_reduce", 0.7,
+            0.7, Evidence.Kind.SNAPSHOT_AGE),
+        new Expected("stall2_dp_ranks2_5_w8", Verdict.HANG, Symptom.CPU_STALL, List.of(2, 5), "6#6 all_reduce", 0.7,
+            0.7, Evidence.Kind.SNAPSHOT_AGE),
+        new Expected("mismatch_dp_rank1_w4", Verdict.HANG, Symptom.MISMATCH, List.of(1), "4#6 all_gather", 0.95,
+            0.95, Evidence.Kind.SIGNATURE_MISMATCH),
+        new Expected("pp_stall_rank2_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(0, 2), "1#6 all_reduce", 0.5, 0.5,
+            Evidence.Kind.UNRECORDED_OPS),
+        new Expected("timeout_world_rank3_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(3), "0#6 all_reduce", 0.9,
+            0.9, Evidence.Kind.NOT_ISSUED),
+        new Expected("kill_rank1_w4", Verdict.HANG, Symptom.DEAD_RANK, List.of(1), "0#6 all_reduce", 0.6, 0.6,
+            Evidence.Kind.RANK_LOST),
+        new Expected("healthy_dptp4", Verdict.NO_HANG, Symptom.NONE, List.of(), "", 0.9, 0.9, null),
+        new Expected("healthy_pipeline_w4", Verdict.NO_HANG, Symptom.NONE, List.of(), "", 0.5, 0.5,
+            Evidence.Kind.UNRECORDED_OPS));
+    return expected.stream().flatMap(e -> Stream.of(Arguments.of(e, "pickle"), Arguments.of(e, "json")));
+  }
+
+  @ParameterizedTest(name = "{0} from {1}")
+  @MethodSource("scenarios")
+  void readsTheRealDumpsOfEachScenarioRight(Expected e, String format) throws Exception {
+    Diagnosis d = analyze(e.scenario(), format);
+
+    assertThat(d.verdict()).as(d.headline()).isEqualTo(e.verdict());
+    assertThat(d.symptom()).as(d.headline()).isEqualTo(e.symptom());
+    assertThat(d.culpritRanks()).as(d.headline()).isEqualTo(e.culprits());
+    assertThat(d.collective() == null ? "" : d.collective().processGroup() + "#" + d.collective().seq() + " "
+        + d.collective().op()).isEqualTo(e.collective());
+    assertThat(d.confidence()).as(d.evidence().toString()).isBetween(e.minConfidence(), e.maxConfidence());
+    if (e.mustSay() != null) {
+      assertThat(d.evidence()).extracting(Evidence::kind).contains(e.mustSay());
+    }
+  }
+
+  @ParameterizedTest(name = "{0} from {1}")
+  @MethodSource("scenarios")
+  void neverCallsAHungJobHealthyWithConfidence(Expected e, String format) throws Exception {
+    Diagnosis d = analyze(e.scenario(), format);
+
+    if (e.verdict() != Verdict.NO_HANG) {
+      assertThat(d.verdict() == Verdict.NO_HANG && d.confidence() >= 0.9).as(d.headline()).isFalse();
+    }
+  }
+
+  @ParameterizedTest(name = "from {0}")
+  @ValueSource(strings = {"pickle", "json"})
+  void readsGlooPgStatusInCollectiveSeqsNotOpIds(String format) throws Exception {
+    // Rank 1 of the pipeline: pg_status '0' (default group) is 15/15 in op_ids, whose newest collective is #5 at
+    // op_id 15 (two unrecorded send/recv per step); '1' (its stage group) is 6/5, where op_id = collective seq.
+    FlightRecorderDump dump = DumpReader.create()
+        .read(DUMPS.resolve("pp_stall_rank2_w4").resolve(format).resolve("trace_rank_1"));
+
+    assertThat(dump.progress()).extracting(ProcessGroupProgress::getProcessGroup,
+        ProcessGroupProgress::getLastEnqueuedSeq, ProcessGroupProgress::getLastCompletedSeq)
+        .containsExactlyInAnyOrder(tuple("0", 5L, 5L), tuple("1", 6L, 5L));
+  }
+
+  private static Diagnosis analyze(String scenario, String format) throws Exception {
+    EvidenceReader.Gathered g = EvidenceReader.builder().build()
+        .read(List.of(DUMPS.resolve(scenario).resolve(format)), ReadProgress.SILENT);
+    return HangAnalyzer.analyze(g.evidence().orElseThrow());
+  }
+}
