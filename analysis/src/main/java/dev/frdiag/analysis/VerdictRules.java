@@ -17,7 +17,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -44,6 +43,7 @@ final class VerdictRules {
   private final JobIndex index;
   private final StuckOperations stuck;
   private final Wording wording;
+  private final OneSnapshot snapshot;
 
   /** What shows where a timed-out collective is held up, in the order it is cheapest to get. */
   static final String MISSING_AFTER_TIMEOUT = "every rank's Flight Recorder dump (TORCH_FR_DUMP_ON_TIMEOUT=1 writes "
@@ -61,6 +61,7 @@ final class VerdictRules {
     this.index = index;
     this.stuck = stuck;
     this.wording = new Wording(index);
+    this.snapshot = new OneSnapshot(index, stuck);
   }
 
   /**
@@ -137,7 +138,7 @@ final class VerdictRules {
     }
     double confidence = confidence(cause, culpritList, primary);
     if (cause == Cause.CPU) {
-      confidence = Math.min(confidence, asSureAsTheSnapshot(primary, culpritList, evidence));
+      confidence = Math.min(confidence, snapshot.cpuStall(primary, culpritList, evidence));
     }
     return diagnosis(Verdict.HANG, cause.symptom, culpritList, primary, confidence,
         evidence, wording.headline(cause, culpritList, primary), recommendation(cause.symptom));
@@ -161,89 +162,6 @@ final class VerdictRules {
   private boolean inGroupOfRecordedMembers(int rank) {
     RankIndex r = index.rank(rank);
     return r != null && r.evidence.groups().stream().anyMatch(ProcessGroup::getMembersFromRecords);
-  }
-
-  /** Wait seen in one snapshot from which a CPU stall counts as shown, whatever the steps before. */
-  static final long SHOWN_WAIT_NS = 1_000_000_000L;
-  /** ... or this many of the group's usual intervals between collectives. */
-  static final long SHOWN_WAIT_STEPS = 10;
-
-  /**
-   * How sure a CPU stall read from one snapshot can be, with the evidence lines that say why. A culprit with
-   * nothing outstanding, on a group whose rings show unrecorded ops, may be blocked in one of them (a send/recv
-   * gloo does not record): 0.5. On a backend whose dumps are taken on demand and never on a timeout (gloo has no
-   * dump on timeout and its records no discovered times), nothing dates the snapshot: unless the op failed (the
-   * peers' wait ended in an error) or the job's newest record is long after the peers issued it, a dump taken
-   * during a momentary lag looks the same: 0.7.
-   */
-  private double asSureAsTheSnapshot(StuckOp primary, List<Integer> culprits, List<Evidence> evidence) {
-    double sure = 0.9;
-    List<Integer> idle = culprits.stream().filter(c -> index.rank(c) != null && index.rank(c).oldestIncomplete == null)
-        .toList();
-    Set<String> hiding = new TreeSet<>();
-    long unrecorded = 0;
-    for (int c : idle) {
-      for (GroupKey g : index.rank(c).tracks.keySet()) {
-        long most = 0;
-        for (int m : index.members.getOrDefault(g, List.of())) {
-          RankIndex.Track t = index.track(m, g);
-          most = Math.max(most, t == null ? 0 : t.unrecordedOps);
-        }
-        if (most > 0) {
-          hiding.add("'" + g.name() + "'");
-          unrecorded += most;
-        }
-      }
-    }
-    if (!hiding.isEmpty()) {
-      evidence.add(new Evidence(Evidence.Kind.UNRECORDED_OPS, idle, capitalize(who(idle)) + " had nothing "
-          + "outstanding, but op_id gaps show " + unrecorded + " op" + (unrecorded == 1 ? "" : "s") + " on group"
-          + (hiding.size() == 1 ? " " : "s ") + String.join(", ", hiding) + " that no ring records (gloo's Flight "
-          + "Recorder records no send/recv): " + (idle.size() == 1 ? "it" : "any of them") + " may be blocked in "
-          + "one, held up by a peer; the ranks' stacks (dump_traceback) tell"));
-      sure = 0.5;
-    }
-    if (primary.sample == null || !Completion.statesNeverAdvance(primary.sample) || failed(primary)) {
-      return sure;
-    }
-    long newest = index.ranks.values().stream().filter(r -> r.newest != null)
-        .mapToLong(r -> r.newest.getTimeCreatedNs()).max().orElse(0);
-    long waited = newest - primary.firstCreatedNs;
-    long step = usualStep(primary.group);
-    if (primary.firstCreatedNs == Long.MAX_VALUE || waited < Math.max(SHOWN_WAIT_NS, SHOWN_WAIT_STEPS * step)) {
-      evidence.add(new Evidence(Evidence.Kind.SNAPSHOT_AGE, culprits, String.format(Locale.ROOT,
-          "The peers issued %s %.1f ms before the newest record of the job%s; a gloo dump holds no time of its "
-              + "own and is never written on a timeout, so this one snapshot cannot show how long they have "
-              + "waited: a second dump seconds later that shows the same would", primary.label(),
-          Math.max(0, waited) / 1e6, step > 0 ? String.format(Locale.ROOT,
-              " (its collectives came every %.1f ms before)", step / 1e6) : "")));
-      sure = Math.min(sure, 0.7);
-    }
-    return sure;
-  }
-
-  /** Whether some member's records of {@code op} were retired without completing: its wait ended in an error. */
-  private boolean failed(StuckOp op) {
-    return op.states.keySet().stream().anyMatch(m -> stuck.recordsIn(op, m).stream()
-        .anyMatch(Completion::retiredUnknown));
-  }
-
-  /** The median interval between consecutive collectives of {@code g} on its members, 0 when none. */
-  private long usualStep(GroupKey g) {
-    List<Long> gaps = new ArrayList<>();
-    for (int m : index.members.getOrDefault(g, List.of())) {
-      RankIndex.Track t = index.track(m, g);
-      if (t == null) {
-        continue;
-      }
-      for (int i = 1; i < t.collectives.size(); i++) {
-        long gap = t.collectives.at(i).get(0).getTimeCreatedNs() - t.collectives.at(i - 1).get(0).getTimeCreatedNs();
-        if (gap > 0) {
-          gaps.add(gap);
-        }
-      }
-    }
-    return gaps.isEmpty() ? 0 : gaps.stream().sorted().toList().get(gaps.size() / 2);
   }
 
   /** No operation's own members explain it: no hang, a rank died before its next collective, or too little. */
@@ -325,25 +243,7 @@ final class VerdictRules {
             "Check that the ranks record (TORCH_FR_BUFFER_SIZE) and that their dumps or pipes are where the "
                 + "agent looks.");
       }
-      double sure = progress ? 0.9 : 0.4;
-      Set<String> hiding = new TreeSet<>();
-      long unrecorded = 0;
-      for (Map.Entry<GroupKey, List<Integer>> g : index.members.entrySet()) {
-        long most = g.getValue().stream().map(m -> index.track(m, g.getKey())).filter(t -> t != null)
-            .mapToLong(t -> t.unrecordedOps).max().orElse(0);
-        if (most > 0) {
-          hiding.add("'" + g.getKey().name() + "'");
-          unrecorded += most;
-        }
-      }
-      if (!hiding.isEmpty()) {
-        // Everyone idle is also how ranks blocked in unrecorded send/recv look: no progress is shown for those.
-        evidence.add(new Evidence(Evidence.Kind.UNRECORDED_OPS, List.of(), "Op_id gaps show " + unrecorded
-            + " ops on group" + (hiding.size() == 1 ? " " : "s ") + String.join(", ", hiding) + " that no ring "
-            + "records (gloo's Flight Recorder records no send/recv): ranks blocked in one would look as idle as "
-            + "these"));
-        sure = Math.min(sure, 0.5);
-      }
+      double sure = snapshot.noHang(progress ? 0.9 : 0.4, evidence);
       return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, sure, evidence,
           "No hang: every process group with work is making progress.", "Nothing to do.");
     }

@@ -1,0 +1,133 @@
+package dev.frdiag.analysis;
+
+import static dev.frdiag.analysis.Wording.capitalize;
+import static dev.frdiag.analysis.Wording.who;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * What a verdict read from one snapshot of rings that record neither time of their own nor every op cannot show,
+ * and what that costs its confidence (DIAGNOSIS.md §11). gloo's Flight Recorder is such a ring: its dumps are taken
+ * on demand and never on a timeout, its records carry no discovered times, and it records no send/recv.
+ */
+final class OneSnapshot {
+  /** Wait seen in one snapshot from which a CPU stall counts as shown, whatever the steps before. */
+  static final long SHOWN_WAIT_NS = 1_000_000_000L;
+  /** ... or this many of the group's usual intervals between collectives. */
+  static final long SHOWN_WAIT_STEPS = 10;
+
+  private final JobIndex index;
+  private final StuckOperations stuck;
+
+  OneSnapshot(JobIndex index, StuckOperations stuck) {
+    this.index = index;
+    this.stuck = stuck;
+  }
+
+  /** Ops that the members' op_id gaps show and no ring records, on some groups. */
+  private record Unrecorded(Set<String> groups, long ops) {
+    String where() {
+      return "group" + (groups.size() == 1 ? " " : "s ") + String.join(", ", groups);
+    }
+  }
+
+  /**
+   * How sure a CPU stall read from one snapshot can be, with the evidence lines that say why. A culprit with
+   * nothing outstanding, on a group whose rings show unrecorded ops, may be blocked in one of them (a send/recv
+   * gloo does not record): 0.5. On a backend whose dumps are taken on demand and never on a timeout, nothing dates
+   * the snapshot: unless the op failed (the peers' wait ended in an error) or the job's newest record is long after
+   * the peers issued it, a dump taken during a momentary lag looks the same: 0.7.
+   */
+  double cpuStall(StuckOp primary, List<Integer> culprits, List<Evidence> evidence) {
+    double sure = 0.9;
+    List<Integer> idle = culprits.stream()
+        .filter(c -> index.rank(c) != null && index.rank(c).oldestIncomplete == null).toList();
+    Set<GroupKey> theirs = new TreeSet<>();
+    idle.forEach(c -> theirs.addAll(index.rank(c).tracks.keySet()));
+    Unrecorded hidden = unrecorded(theirs);
+    if (hidden.ops() > 0) {
+      evidence.add(new Evidence(Evidence.Kind.UNRECORDED_OPS, idle, capitalize(who(idle)) + " had nothing "
+          + "outstanding, but op_id gaps show " + hidden.ops() + " op" + (hidden.ops() == 1 ? "" : "s") + " on "
+          + hidden.where() + " that no ring records (gloo's Flight Recorder records no send/recv): "
+          + (idle.size() == 1 ? "it" : "any of them") + " may be blocked in one, held up by a peer; the ranks' "
+          + "stacks (dump_traceback) tell"));
+      sure = 0.5;
+    }
+    if (primary.sample == null || !Completion.statesNeverAdvance(primary.sample) || failed(primary)) {
+      return sure;
+    }
+    long newest = index.ranks.values().stream().filter(r -> r.newest != null)
+        .mapToLong(r -> r.newest.getTimeCreatedNs()).max().orElse(0);
+    long waited = newest - primary.firstCreatedNs;
+    long step = usualStep(primary.group);
+    if (primary.firstCreatedNs == Long.MAX_VALUE || waited < Math.max(SHOWN_WAIT_NS, SHOWN_WAIT_STEPS * step)) {
+      evidence.add(new Evidence(Evidence.Kind.SNAPSHOT_AGE, culprits, String.format(Locale.ROOT,
+          "The peers issued %s %.1f ms before the newest record of the job%s; a gloo dump holds no time of its "
+              + "own and is never written on a timeout, so this one snapshot cannot show how long they have "
+              + "waited: a second dump seconds later that shows the same would", primary.label(),
+          Math.max(0, waited) / 1e6, step > 0 ? String.format(Locale.ROOT,
+              " (its collectives came every %.1f ms before)", step / 1e6) : "")));
+      sure = Math.min(sure, 0.7);
+    }
+    return sure;
+  }
+
+  /**
+   * How sure a NO_HANG at {@code sure} stays: everyone idle is also how ranks blocked in unrecorded send/recv look,
+   * so no progress is shown for those (at most 0.5, with the line that says why).
+   */
+  double noHang(double sure, List<Evidence> evidence) {
+    Unrecorded hidden = unrecorded(index.members.keySet());
+    if (hidden.ops() == 0) {
+      return sure;
+    }
+    evidence.add(new Evidence(Evidence.Kind.UNRECORDED_OPS, List.of(), "Op_id gaps show " + hidden.ops()
+        + " ops on " + hidden.where() + " that no ring records (gloo's Flight Recorder records no send/recv): "
+        + "ranks blocked in one would look as idle as these"));
+    return Math.min(sure, 0.5);
+  }
+
+  /** The ops no ring records on {@code groups}: per group, the most any member's op_id gaps show. */
+  private Unrecorded unrecorded(Collection<GroupKey> groups) {
+    Set<String> names = new TreeSet<>();
+    long ops = 0;
+    for (GroupKey g : groups) {
+      long most = index.members.getOrDefault(g, List.of()).stream().map(m -> index.track(m, g))
+          .filter(t -> t != null).mapToLong(t -> t.unrecordedOps).max().orElse(0);
+      if (most > 0) {
+        names.add("'" + g.name() + "'");
+        ops += most;
+      }
+    }
+    return new Unrecorded(names, ops);
+  }
+
+  /** Whether some member's records of {@code op} were retired without completing: its wait ended in an error. */
+  private boolean failed(StuckOp op) {
+    return op.states.keySet().stream().anyMatch(m -> stuck.recordsIn(op, m).stream()
+        .anyMatch(Completion::retiredUnknown));
+  }
+
+  /** The median interval between consecutive collectives of {@code g} on its members, 0 when none. */
+  private long usualStep(GroupKey g) {
+    List<Long> gaps = new ArrayList<>();
+    for (int m : index.members.getOrDefault(g, List.of())) {
+      RankIndex.Track t = index.track(m, g);
+      if (t == null) {
+        continue;
+      }
+      for (int i = 1; i < t.collectives.size(); i++) {
+        long gap = t.collectives.at(i).get(0).getTimeCreatedNs() - t.collectives.at(i - 1).get(0).getTimeCreatedNs();
+        if (gap > 0) {
+          gaps.add(gap);
+        }
+      }
+    }
+    return gaps.isEmpty() ? 0 : gaps.stream().sorted().toList().get(gaps.size() / 2);
+  }
+}
