@@ -5,7 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.RankEvidence;
-import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
@@ -52,8 +51,7 @@ class GlooWorkerServerEndToEndTest extends AgentEndToEnd {
         .localRanks(IntStream.range(0, WORLD).boxed().toList()).dumpPrefix(dir + "/fr_trace_rank_")
         .workerSocket(dir + "/worker_{rank}.sock").progressInterval(Duration.ofMillis(200))
         .pollInterval(Duration.ofMillis(100)).dumpWait(Duration.ofSeconds(3))
-        .stream(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
-            .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build())
+        .stream(quickStreams())
         .build();
     NodeAgent agent = new NodeAgent(settings, channel);
     resources.add(agent);
