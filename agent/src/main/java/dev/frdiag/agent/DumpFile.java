@@ -20,8 +20,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One rank's Flight Recorder dump file as the agent last saw it: the version looked at, the last dump read from
- * it (cut to what the daemon accepts), or why the newest version could not be read. A dump already there when the
- * agent starts is history, possibly of an earlier run, and is not read.
+ * it or taken from the rank's worker server (cut to what the daemon accepts), or why the newest version of the
+ * file could not be read. A dump already there when the agent starts is history, possibly of an earlier run, and
+ * is not read.
  *
  * <p>Not thread-safe: the agent uses it under its lock.
  */
@@ -32,6 +33,7 @@ final class DumpFile {
   private final int rank;
   private final AgentSettings settings;
   private final DumpReader reader;
+  private final NodeGroups groups;
   private final Path file;
   /** The version last looked at, read or not. */
   private FileVersion seen;
@@ -40,10 +42,12 @@ final class DumpFile {
   /** Why the newest version of the file could not be used; null when it could. */
   private String problem;
 
-  DumpFile(int rank, AgentSettings settings, DumpReader reader) {
+  /** @param groups the members of groups a dump does not list, shared by the node's ranks */
+  DumpFile(int rank, AgentSettings settings, DumpReader reader, NodeGroups groups) {
     this.rank = rank;
     this.settings = Objects.requireNonNull(settings, "settings");
     this.reader = Objects.requireNonNull(reader, "reader");
+    this.groups = Objects.requireNonNull(groups, "groups");
     this.file = settings.dumpFile(rank);
     BasicFileAttributes a = FileVersion.attributes(file);
     // A dump already there is history: it may be an earlier run's, and the daemon did not ask for it.
@@ -68,7 +72,18 @@ final class DumpFile {
     problem = null;
   }
 
-  /** When the file of {@link #last} was modified (epoch ms). */
+  /**
+   * A dump the rank's worker server gave, already made usable: it is the last dump from now on, as fresh as a
+   * file written at {@code atMillis}.
+   */
+  void took(FlightRecorderDump dump, long atMillis) {
+    last = dump;
+    lastModifiedMillis = atMillis;
+    problem = null;
+    log.info("rank {}: read its Flight Recorder from its worker server ({} records)", rank, dump.records().size());
+  }
+
+  /** When the file of {@link #last} was modified, or its worker server's dump taken (epoch ms). */
   long lastModifiedMillis() {
     return lastModifiedMillis;
   }
@@ -98,7 +113,7 @@ final class DumpFile {
     seen = version;
     try {
       FlightRecorderDump dump = reader.read(file, rank);
-      last = usable(rank, settings.worldSize(), dump, peers.get());
+      last = usable(rank, settings.worldSize(), groups.complete(rank, dump), peers.get());
       lastModifiedMillis = version.modifiedMillis();
       problem = null;
       log.info("rank {}: read dump {} ({} records, format {})", rank, file, last.records().size(),

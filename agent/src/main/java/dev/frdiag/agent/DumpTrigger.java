@@ -14,13 +14,16 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The daemon's dump requests one rank is serving: writes the rank's debug pipe once for all that wait together,
- * then answers each with the first dump written since, or, when its time is up, with why none came.
+ * The daemon's dump requests one rank is serving: asks the rank's worker server for a snapshot, or, when it cannot
+ * give one, writes the rank's debug pipe, once for all that wait together; then answers each with the first dump
+ * taken or written since, or, when its time is up, with why none came. A worker server that fails to give its
+ * snapshot falls back to the pipe.
  *
  * <p>Not thread-safe: the agent uses it under its lock.
  */
@@ -37,9 +40,13 @@ final class DumpTrigger {
   private final AgentSettings settings;
   private final Clock clock;
   private final List<Pending> pending = new ArrayList<>();
-  /** When the pipe was written for the pending requests (epoch ms), and what went wrong doing it. */
+  /** When the pending requests were passed on (epoch ms), and what went wrong writing the pipe. */
   private long triggeredAtMillis;
   private String problem;
+  /** Whether the pending requests wait for the worker server's snapshot rather than the pipe's dump. */
+  private boolean viaServer;
+  /** Why the worker server gave no snapshot; null while it may. */
+  private String serverProblem;
 
   /** A pending dump request and when its answer is due. */
   private record Pending(DumpRequest request, long dueNanos, long waitMillis) {}
@@ -67,19 +74,38 @@ final class DumpTrigger {
     pending.removeIf(p -> nowNanos >= p.dueNanos());
   }
 
-  /** A new request joins the pending ones; the pipe is written only when none was pending. */
-  void add(DumpRequest request, long nowNanos) {
+  /**
+   * A new request joins the pending ones; the rank is asked only when none was pending.
+   *
+   * @param askServer asks the rank's worker server for a snapshot; false when it cannot give one
+   */
+  void add(DumpRequest request, long nowNanos, BooleanSupplier askServer) {
     // Answer before the daemon stops waiting: a fifth of its deadline is left for the reply to travel.
     long deadlineMillis = request.getDeadlineMs() > 0 ? request.getDeadlineMs() - request.getDeadlineMs() / 5
         : Long.MAX_VALUE;
     long waitMillis = Math.max(1, Math.min(settings.dumpWait().toMillis(), deadlineMillis));
     if (pending.isEmpty()) {
       triggeredAtMillis = clock.millis();
-      problem = writePipe(settings.pipe(rank));
+      serverProblem = null;
+      viaServer = askServer.getAsBoolean();
+      problem = viaServer ? null : writePipe(settings.pipe(rank));
     }
     pending.add(new Pending(request, nowNanos + TimeUnit.MILLISECONDS.toNanos(waitMillis), waitMillis));
     log.info("rank {}: daemon asks for a dump (request {}: {}){}", rank, request.getRequestId(),
-        request.getReason(), problem == null ? "; pipe written" : "; " + problem);
+        request.getReason(), viaServer ? "; worker server asked" : problem == null ? "; pipe written"
+        : "; " + problem);
+  }
+
+  /** The worker server gave no snapshot: the pending requests wait for a dump through the pipe instead. */
+  void serverFailed(String why) {
+    if (pending.isEmpty() || !viaServer) {
+      return;
+    }
+    viaServer = false;
+    serverProblem = why;
+    problem = writePipe(settings.pipe(rank));
+    log.warn("rank {}: no snapshot from its worker server: {}; {}", rank, why, problem == null
+        ? "pipe written" : problem);
   }
 
   /**
@@ -134,7 +160,7 @@ final class DumpTrigger {
    */
   static String writePipe(Path pipe) {
     if (pipe == null) {
-      return "no debug pipe configured (TORCH_NCCL_DEBUG_INFO_PIPE_FILE), so it cannot be asked to dump";
+      return "no debug pipe configured (TORCH_NCCL_DEBUG_INFO_PIPE_FILE, NCCL only), so it cannot be asked to dump";
     }
     BasicFileAttributes a = FileVersion.attributes(pipe);
     if (a == null) {
@@ -154,8 +180,14 @@ final class DumpTrigger {
 
   private String noAnswer(long waitedMillis, DumpFile dump) {
     String unreadable = dump.problemSince(triggeredAtMillis - RECENT_DUMP_MILLIS);
+    if (viaServer) {
+      return "rank " + rank + " did not answer: no snapshot from its worker server within " + waitedMillis + " ms";
+    }
     String why = unreadable != null ? "its dump could not be read: " + unreadable
         : "no dump at " + dump.path() + " within " + waitedMillis + " ms";
+    if (serverProblem != null) {
+      why = "no snapshot from its worker server (" + serverProblem + "); " + why;
+    }
     return problem == null ? "rank " + rank + " did not answer its dump pipe " + settings.pipe(rank) + ": "
         + why : "rank " + rank + " did not answer: " + problem + "; " + why;
   }

@@ -89,11 +89,12 @@ final class LocalRank implements RankStream.Listener {
    * @param node every local rank of the node by global rank; read under the lock
    * @param investigating told on a gRPC thread that the daemon asked for a dump
    * @param wake told on a gRPC thread that a request waits to be served
-   * @param progress the rank's live progress and pid
+   * @param progress the rank's live progress and pid, and its worker server's snapshots
+   * @param groups the members of groups dumps do not list, shared by the node's ranks
    */
   LocalRank(int rank, int localRank, long pid, Map<String, String> scheduler, AgentSettings settings,
-      Channel channel, DumpReader reader, Clock clock, Object lock, Map<Integer, LocalRank> node,
-      Runnable investigating, Runnable wake, RankProgress progress) {
+      Channel channel, DumpReader reader, NodeGroups groups, Clock clock, Object lock,
+      Map<Integer, LocalRank> node, Runnable investigating, Runnable wake, RankProgress progress) {
     this.rank = rank;
     this.localRank = localRank;
     this.pid = pid;
@@ -106,7 +107,7 @@ final class LocalRank implements RankStream.Listener {
     this.wake = wake;
     this.progress = progress;
     this.events = new RankEvents(rank, settings.stream().maxQueuedEvents(), clock);
-    this.dump = new DumpFile(rank, settings, reader);
+    this.dump = new DumpFile(rank, settings, reader, groups);
     this.trigger = new DumpTrigger(rank, settings, clock);
     this.stream = new RankStream(channel, settings.stream(), "agent rank " + rank, this);
   }
@@ -217,6 +218,10 @@ final class LocalRank implements RankStream.Listener {
     }
     boolean open = stream.poll(nowNanos);
     takeRequests(nowNanos);
+    RankProgress.Snapshot snapshot = progress.takeSnapshot();
+    if (snapshot != null) {
+      took(snapshot);
+    }
     if (trigger.isEmpty() && progress.pipeDumpDue(nowNanos)) {
       // A pending request's pipe write makes the rank dump anyway; that dump serves progress too.
       progress.pipeDumpWritten(nowNanos, clock.millis(), DumpTrigger.writePipe(settings.pipe(rank)));
@@ -274,7 +279,23 @@ final class LocalRank implements RankStream.Listener {
   private void takeRequests(long nowNanos) {
     DumpRequest request;
     while ((request = requests.poll()) != null) {
-      trigger.add(request, nowNanos);
+      trigger.add(request, nowNanos, progress::askSnapshot);
+    }
+  }
+
+  /** What the worker server gave for a snapshot: the rank's last dump from now on, or why there is none. */
+  @GuardedBy("lock")
+  private void took(RankProgress.Snapshot snapshot) {
+    if (snapshot.dump() == null) {
+      trigger.serverFailed(snapshot.problem());
+      return;
+    }
+    dump.took(snapshot.dump(), clock.millis());
+    unshipped = true;
+    if (snapshot.stacks() != null) {
+      // The wire contract has no place for them yet: the agent's log is where an operator finds them.
+      log.info("rank {}: Python stacks from its worker server ({}):\n{}", rank, snapshot.stacks().handler(),
+          snapshot.stacks().text().strip());
     }
   }
 

@@ -1,6 +1,8 @@
 package dev.frdiag.agent;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.agent.controlplane.ControlPlaneException;
+import dev.frdiag.agent.controlplane.Recorder;
 import dev.frdiag.agent.controlplane.WorkerServer;
 import dev.frdiag.agent.discovery.ProcessFinder;
 import dev.frdiag.proto.v1.ProcessGroup;
@@ -9,8 +11,12 @@ import dev.frdiag.readers.pytorch.DumpFormatException;
 import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import java.nio.file.Path;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
@@ -19,16 +25,21 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One rank's live progress: how far each of its process groups has enqueued and completed, from fresh answers
- * only. The rank's worker server is asked for its active Flight Recorder entries at the progress interval; when
- * it does not answer and periodic pipe dumps are enabled, the agent makes the rank dump through its debug pipe
+ * only. The rank's worker server is asked which handlers it has ({@code GET /handler/}) once per process, and again
+ * after a failed request; then, at the progress interval, every Flight Recorder it serves ({@link Recorder}: the
+ * NCCL one, the generic one gloo records into, or both) for its active entries, merged into one reading. When it
+ * does not answer and periodic pipe dumps are enabled, the agent makes the rank dump through its debug pipe
  * instead, and the dump's pg_status is the answer.
+ *
+ * <p>When the daemon asks for a snapshot, the same recorders are read whole ({@link #askSnapshot}), with the
+ * rank's Python stacks when the server has a handler for them.
  *
  * <p>A reading is handed on once: heartbeats between fresh answers carry no progress, so a rank that stops
  * answering stops advancing in the daemon's eyes (its last reported counts keep the time they last advanced), and
  * a stale answer is never sent again as if it were current.
  *
- * <p>{@link #poll} runs on a poller thread, one call at a time; the rest under the agent's lock. What they share
- * is atomic or volatile.
+ * <p>{@link #poll} and the snapshots run on poller threads, one at a time; the rest under the agent's lock. What
+ * they share is atomic or volatile.
  */
 final class RankProgress {
   // The agent's logger, so operators keep finding these lines under the name they always had.
@@ -51,13 +62,51 @@ final class RankProgress {
     }
   }
 
+  /**
+   * What a snapshot request got from the worker server.
+   *
+   * @param dump every entry of the rank's recorders, merged; null when none came
+   * @param problem why no dump came; null when one did
+   * @param stacks the rank's Python stacks; null when none came
+   */
+  record Snapshot(FlightRecorderDump dump, String problem, Stacks stacks) {}
+
+  /**
+   * A rank's Python stacks as its worker server printed them.
+   *
+   * @param handler the handler that printed them ({@link WorkerServer#PYSPY} or {@link WorkerServer#TRACEBACK})
+   */
+  record Stacks(String handler, String text) {}
+
   private final int rank;
   private final AgentSettings settings;
   private final WorkerServer server;
   private final DumpReader reader;
   private final ProcessFinder finder;
   private final LongSupplier nanoTime;
+  private final NodeGroups groups;
+  /** Runs snapshots off the agent's thread; null when the rank has no worker server. */
+  private final Executor poller;
+  /** Told on a poller thread that a snapshot came. */
+  private final Runnable wake;
   private final Path socket;
+  /** One request to the worker server at a time, so a snapshot never interleaves with a poll. */
+  private final Object pollLock = new Object();
+  /** The handlers the worker server listed; null until listed, and after a request failed. */
+  @GuardedBy("pollLock")
+  private List<String> handlers;
+  /** The process whose server listed {@link #handlers}; a new process is asked again. */
+  @GuardedBy("pollLock")
+  private long handlersPid;
+  /** What was last said of the handlers, so a server is described once, not per poll. */
+  @GuardedBy("pollLock")
+  private String saidHandlers;
+  @GuardedBy("pollLock")
+  private RecorderMerge merge = new RecorderMerge();
+  /** Whether the last request got a dump from a recorder: then snapshots are asked of the server. */
+  private volatile boolean recording;
+  /** The snapshot not yet taken. */
+  private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
   /** The latest reading not yet sent; taken once. */
   private final AtomicReference<Reading> fresh = new AtomicReference<>();
   /** Whether the worker server answered its last request; false before the first. */
@@ -81,9 +130,17 @@ final class RankProgress {
   private boolean pipeDumped;
   private String lastPipeProblem;
 
+  /**
+   * @param groups the members of groups dumps do not list, shared by the node's ranks
+   * @param poller runs snapshots; null when there is no worker server to ask
+   * @param wake told on a poller thread that a snapshot came
+   */
   RankProgress(int rank, AgentSettings settings, WorkerServer server, DumpReader reader, ProcessFinder finder,
-      LongSupplier nanoTime) {
+      LongSupplier nanoTime, NodeGroups groups, Executor poller, Runnable wake) {
     this.rank = rank;
+    this.groups = Objects.requireNonNull(groups, "groups");
+    this.poller = poller;
+    this.wake = Objects.requireNonNull(wake, "wake");
     this.settings = Objects.requireNonNull(settings, "settings");
     this.server = Objects.requireNonNull(server, "server");
     this.reader = Objects.requireNonNull(reader, "reader");
@@ -122,7 +179,9 @@ final class RankProgress {
   void poll() {
     try {
       if (socket != null) {
-        pollWorkerServer();
+        synchronized (pollLock) {
+          pollWorkerServer();
+        }
       }
       Path pipe = settings.pipe(rank);
       if (pipe != null && !answering && !finder.isAlive(pid)) {
@@ -135,11 +194,16 @@ final class RankProgress {
     }
   }
 
+  @GuardedBy("pollLock")
   private void pollWorkerServer() {
     try {
-      byte[] json = server.dumpJson(socket, true);
-      FlightRecorderDump dump = DumpFile.usable(rank, settings.worldSize(), reader.parse(json, socket, rank),
-          lastWithEntries == null ? List.of() : List.of(lastWithEntries));
+      List<Recorder> recorders = recorders();
+      if (recorders.isEmpty()) {
+        answering = false;
+        recording = false;
+        return;
+      }
+      FlightRecorderDump dump = read(recorders, true);
       if (!dump.records().isEmpty()) {
         lastWithEntries = dump;
       }
@@ -150,12 +214,13 @@ final class RankProgress {
         log.info("rank {}: worker server at {} answers; progress is live", rank, socket);
       }
       answering = true;
+      recording = true;
       lastProblem = null;
       if (!finder.isAlive(pid)) {
         lookForPid(() -> finder.listenerOf(socket));
       }
     } catch (ControlPlaneException | DumpFormatException e) {
-      answering = false;
+      failed();
       String problem = e.getMessage();
       if (!problem.equals(lastProblem)) {
         lastProblem = problem;
@@ -164,9 +229,135 @@ final class RankProgress {
                 ? "; dumping through its debug pipe every " + settings.pipeDumpInterval() + " instead" : "");
       }
     } catch (RuntimeException e) {
-      answering = false;
+      failed();
       log.warn("rank {}: asking its worker server failed: {}", rank, e.toString(), e);
     }
+  }
+
+  /** After a failed request the handlers are listed again: the server may be another process's, or gone. */
+  @GuardedBy("pollLock")
+  private void failed() {
+    answering = false;
+    recording = false;
+    handlers = null;
+  }
+
+  /**
+   * The recorders the rank's worker server serves, from its handlers, listed anew for a new process; says which
+   * once per change.
+   */
+  @GuardedBy("pollLock")
+  private List<Recorder> recorders() throws ControlPlaneException {
+    long now = pid;
+    if (handlers == null || handlersPid != now) {
+      if (handlers != null && handlersPid != 0 && handlersPid != now) {
+        // Another process's recorders number their entries anew.
+        merge = new RecorderMerge();
+      }
+      handlers = server.handlers(socket);
+      handlersPid = now;
+    }
+    List<Recorder> recorders = Recorder.among(handlers);
+    String said = recorders.isEmpty()
+        ? "rank " + rank + ": the worker server at " + socket + " has handlers " + handlers
+            + " but no Flight Recorder handler (" + String.join(", ", Recorder.handlers())
+            + "); no progress or snapshot from it"
+        : "rank " + rank + ": the worker server at " + socket + " has handlers " + handlers + "; reading "
+            + String.join(" and ", recorders.stream().map(r -> r.handler() + " (" + r.description() + ")")
+            .toList());
+    if (!said.equals(saidHandlers)) {
+      saidHandlers = said;
+      if (recorders.isEmpty()) {
+        log.warn(said);
+      } else {
+        log.info(said);
+      }
+    }
+    return recorders;
+  }
+
+  /** Every recorder's dump, merged, completed with the node's view of groups, and cut to what the daemon takes. */
+  @GuardedBy("pollLock")
+  private FlightRecorderDump read(List<Recorder> recorders, boolean onlyActive)
+      throws ControlPlaneException, DumpFormatException {
+    Map<Recorder, FlightRecorderDump> dumps = new EnumMap<>(Recorder.class);
+    for (Recorder r : recorders) {
+      dumps.put(r, reader.parse(server.dump(socket, r, onlyActive), socket, rank));
+    }
+    FlightRecorderDump merged = groups.complete(rank, merge.merge(dumps, !onlyActive));
+    return DumpFile.usable(rank, settings.worldSize(), merged,
+        lastWithEntries == null ? List.of() : List.of(lastWithEntries));
+  }
+
+  /**
+   * Asks the worker server for a snapshot on a poller thread, when it serves a recorder; {@link #takeSnapshot}
+   * gives the answer. Under the agent's lock.
+   *
+   * @return false when the server cannot give one (none, not answering, no recorder), so the pipe is the way
+   */
+  boolean askSnapshot() {
+    if (socket == null || poller == null || !recording) {
+      return false;
+    }
+    try {
+      poller.execute(this::snapshot);
+      return true;
+    } catch (RejectedExecutionException e) {
+      // The agent is closing.
+      return false;
+    }
+  }
+
+  /** The snapshot that came since last taken, or null. Thread-safe. */
+  Snapshot takeSnapshot() {
+    return snapshot.getAndSet(null);
+  }
+
+  /** The socket the rank's worker server listens on; null when none. */
+  Path socket() {
+    return socket;
+  }
+
+  private void snapshot() {
+    Snapshot s;
+    synchronized (pollLock) {
+      try {
+        List<Recorder> recorders = recorders();
+        if (recorders.isEmpty()) {
+          s = new Snapshot(null, "its worker server at " + socket + " has no Flight Recorder handler", null);
+        } else {
+          s = new Snapshot(read(recorders, false), null, stacks());
+        }
+      } catch (ControlPlaneException | DumpFormatException e) {
+        failed();
+        s = new Snapshot(null, e.getMessage(), null);
+      } catch (RuntimeException e) {
+        failed();
+        log.warn("rank {}: asking its worker server for a snapshot failed: {}", rank, e.toString(), e);
+        s = new Snapshot(null, e.toString(), null);
+      }
+    }
+    snapshot.set(s);
+    wake.run();
+  }
+
+  /**
+   * The rank's Python stacks: py-spy's dump when the server lists it and it answers (py-spy on the rank's PATH),
+   * else faulthandler's; null when neither came.
+   */
+  @GuardedBy("pollLock")
+  private Stacks stacks() {
+    for (String handler : List.of(WorkerServer.PYSPY, WorkerServer.TRACEBACK)) {
+      if (handlers == null || !handlers.contains(handler)) {
+        continue;
+      }
+      try {
+        return new Stacks(handler, server.stacks(socket, handler));
+      } catch (ControlPlaneException e) {
+        log.debug("rank {}: no stacks from {}: {}", rank, handler, e.getMessage());
+      }
+    }
+    return null;
   }
 
   /**

@@ -1,7 +1,9 @@
 package dev.frdiag.agent;
 
+import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -18,6 +20,12 @@ abstract class AgentEndToEnd {
   final List<ChildProcess> processes = new ArrayList<>();
   final List<AutoCloseable> resources = new ArrayList<>();
   Daemon daemon;
+
+  /** Streams that batch, connect and retry within a test's patience. */
+  static ReporterSettings quickStreams() {
+    return ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
+        .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build();
+  }
 
   @AfterEach
   void tearDown() throws Exception {

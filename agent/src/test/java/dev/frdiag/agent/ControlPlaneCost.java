@@ -1,5 +1,6 @@
 package dev.frdiag.agent;
 
+import dev.frdiag.agent.controlplane.Recorder;
 import dev.frdiag.agent.controlplane.UnixHttpClient;
 import dev.frdiag.agent.controlplane.WorkerServer;
 import dev.frdiag.proto.v1.CollectiveRecord;
@@ -54,7 +55,7 @@ public final class ControlPlaneCost {
         int bytes = 0;
         for (int i = 0; i < ROUNDS; i++) {
           long t0 = System.nanoTime();
-          byte[] json = ws.dumpJson(socket, onlyActive);
+          byte[] json = ws.dump(socket, Recorder.NCCL, onlyActive);
           DumpFile.usable(0, 8, reader.parse(json, socket, 0), List.of());
           nanos[i] = System.nanoTime() - t0;
           bytes = json.length;

@@ -10,16 +10,10 @@ import dev.frdiag.proto.v1.Shape;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.testing.dumps.DumpWriter;
 import java.io.BufferedReader;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.RandomAccessFile;
-import java.net.StandardProtocolFamily;
-import java.net.URLDecoder;
-import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.stream.IntStream;
 
 /**
@@ -232,128 +227,42 @@ public final class FakeTrainingRanks {
 
   /**
    * Serves {@code t}'s worker server on {@code socket} until the returned channel is closed, which leaves the
-   * socket file behind as a rank that died does. Refuses to start over an existing file, as PyTorch does.
+   * socket file behind as a rank that died does: the NCCL handlers, with PyTorch's parameter rules.
    */
   public static ServerSocketChannel serve(Training t, Path socket) throws IOException {
-    if (Files.exists(socket)) {
-      throw new IOException(socket + " already exists");
-    }
-    ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-    server.bind(UnixDomainSocketAddress.of(socket));
-    daemon("worker-server-" + t.rank, () -> {
-      while (server.isOpen()) {
-        try (SocketChannel ch = server.accept()) {
-          handle(t, ch);
-        } catch (IOException e) {
-          // The client went away mid-request, or the server was closed.
-        }
-      }
-      return null;
-    });
-    return server;
+    Map<String, Function<Map<String, String>, FakeWorkerServer.Answer>> handlers = new LinkedHashMap<>();
+    handlers.put(PICKLE_HANDLER, params -> dump(t, PICKLE_HANDLER, params));
+    handlers.put(JSON_HANDLER, params -> dump(t, JSON_HANDLER, params));
+    return FakeWorkerServer.serve(socket, handlers);
   }
 
-  private static void handle(Training t, SocketChannel ch) throws IOException {
-    ByteArrayOutputStream head = new ByteArrayOutputStream();
-    ByteBuffer one = ByteBuffer.allocate(1);
-    while (!head.toString(StandardCharsets.ISO_8859_1).endsWith("\r\n\r\n")) {
-      one.clear();
-      if (ch.read(one) < 0 || head.size() > 8192) {
-        return;
-      }
-      head.write(one.array()[0]);
-    }
-    String[] lines = head.toString(StandardCharsets.ISO_8859_1).split("\r\n");
-    String[] requestLine = lines[0].split(" ");
-    if (requestLine.length != 3 || !requestLine[2].startsWith("HTTP/1.")) {
-      respond(ch, 400, "text/plain", "bad request".getBytes(StandardCharsets.UTF_8));
-      return;
-    }
-    for (String line : lines) {
-      if (line.toLowerCase(java.util.Locale.ROOT).startsWith("content-length:")) {
-        // An empty body is all the handlers take; read and forget any other.
-        int n = Integer.parseInt(line.substring(line.indexOf(':') + 1).trim());
-        ByteBuffer body = ByteBuffer.allocate(n);
-        while (body.hasRemaining() && ch.read(body) >= 0) {
-          // Reading.
+  private static FakeWorkerServer.Answer dump(Training t, String handler, Map<String, String> params) {
+    t.requests.incrementAndGet();
+    Set<String> known = handler.equals(JSON_HANDLER) ? Set.of("includecollectives", "onlyactive")
+        : Set.of("includecollectives", "includestacktraces", "onlyactive");
+    Map<String, Boolean> values = new LinkedHashMap<>(Map.of("includecollectives", true, "onlyactive", false,
+        "includestacktraces", true));
+    for (Map.Entry<String, String> p : params.entrySet()) {
+      if (known.contains(p.getKey())) {
+        if (!p.getValue().equals("true") && !p.getValue().equals("false")) {
+          return FakeWorkerServer.Answer.text(400, "Invalid value for " + p.getKey()
+              + " valid values are true or false");
         }
+        values.put(p.getKey(), p.getValue().equals("true"));
       }
     }
-    String method = requestLine[0];
-    String target = requestLine[1];
-    int q = target.indexOf('?');
-    String path = q < 0 ? target : target.substring(0, q);
-    Map<String, String> params = new LinkedHashMap<>();
-    if (q >= 0) {
-      for (String kv : target.substring(q + 1).split("&")) {
-        int eq = kv.indexOf('=');
-        params.put(URLDecoder.decode(eq < 0 ? kv : kv.substring(0, eq), StandardCharsets.UTF_8),
-            eq < 0 ? "" : URLDecoder.decode(kv.substring(eq + 1), StandardCharsets.UTF_8));
-      }
+    if (params.keySet().stream().anyMatch(k -> !known.contains(k))) {
+      return FakeWorkerServer.Answer.text(400, "Invalid parameters - unexpected param passed in");
     }
-    if (method.equals("GET") && path.equals("/")) {
-      respond(ch, 200, "text/html", "<h1>torch.distributed.WorkerServer</h1>\n".getBytes(StandardCharsets.UTF_8));
-    } else if (method.equals("GET") && path.equals("/handler/")) {
-      respond(ch, 200, "application/json", ("[\"" + PICKLE_HANDLER + "\",\"" + JSON_HANDLER + "\"]")
-          .getBytes(StandardCharsets.UTF_8));
-    } else if (method.equals("POST") && path.startsWith("/handler/") && path.length() > "/handler/".length()) {
-      String handler = path.substring("/handler/".length());
-      t.requests.incrementAndGet();
-      Set<String> known = switch (handler) {
-        case JSON_HANDLER -> Set.of("includecollectives", "onlyactive");
-        case PICKLE_HANDLER -> Set.of("includecollectives", "includestacktraces", "onlyactive");
-        default -> null;
-      };
-      if (known == null) {
-        respond(ch, 404, "text/plain", ("Handler " + handler + " not found: Failed to find handler " + handler)
-            .getBytes(StandardCharsets.UTF_8));
-        return;
-      }
-      Map<String, Boolean> values = new LinkedHashMap<>(Map.of("includecollectives", true, "onlyactive", false,
-          "includestacktraces", true));
-      for (Map.Entry<String, String> p : params.entrySet()) {
-        if (known.contains(p.getKey())) {
-          if (!p.getValue().equals("true") && !p.getValue().equals("false")) {
-            respond(ch, 400, "text/plain", ("Invalid value for " + p.getKey() + " valid values are true or false")
-                .getBytes(StandardCharsets.UTF_8));
-            return;
-          }
-          values.put(p.getKey(), p.getValue().equals("true"));
-        }
-      }
-      if (params.keySet().stream().anyMatch(k -> !known.contains(k))) {
-        respond(ch, 400, "text/plain", "Invalid parameters - unexpected param passed in"
-            .getBytes(StandardCharsets.UTF_8));
-        return;
-      }
-      FlightRecorderDump dump = t.dump(System.currentTimeMillis(), values.get("onlyactive"),
-          values.get("includecollectives"), Path.of("worker-server"));
-      if (handler.equals(JSON_HANDLER)) {
-        respond(ch, 200, "application/json", DumpWriter.toJson(dump));
-      } else {
-        FlightRecorderDump d = values.get("includestacktraces") ? dump : new FlightRecorderDump(dump.file(),
-            dump.rank(), dump.version(), dump.commLibVersion(), dump.processGroups(), dump.records().stream()
-                .map(r -> r.toBuilder().clearFrameIds().build()).toList(), dump.progress(), Map.of(), List.of());
-        respond(ch, 200, "application/octet-stream", DumpWriter.toPickle(d));
-      }
-    } else {
-      respond(ch, 404, "text/plain", new byte[0]);
+    FlightRecorderDump dump = t.dump(System.currentTimeMillis(), values.get("onlyactive"),
+        values.get("includecollectives"), Path.of("worker-server"));
+    if (handler.equals(JSON_HANDLER)) {
+      return FakeWorkerServer.Answer.ok("application/json", DumpWriter.toJson(dump));
     }
-  }
-
-  private static void respond(SocketChannel ch, int status, String type, byte[] body) throws IOException {
-    String reason = switch (status) {
-      case 200 -> "OK";
-      case 400 -> "Bad Request";
-      case 404 -> "Not Found";
-      default -> "Internal Server Error";
-    };
-    byte[] head = ("HTTP/1.1 " + status + " " + reason + "\r\nContent-Type: " + type + "\r\nContent-Length: "
-        + body.length + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1);
-    ByteBuffer out = ByteBuffer.allocate(head.length + body.length).put(head).put(body).flip();
-    while (out.hasRemaining()) {
-      ch.write(out);
-    }
+    FlightRecorderDump d = values.get("includestacktraces") ? dump : new FlightRecorderDump(dump.file(),
+        dump.rank(), dump.version(), dump.commLibVersion(), dump.processGroups(), dump.records().stream()
+            .map(r -> r.toBuilder().clearFrameIds().build()).toList(), dump.progress(), Map.of(), List.of());
+    return FakeWorkerServer.Answer.ok("application/octet-stream", DumpWriter.toPickle(d));
   }
 
   private static Shape shape() {

@@ -8,7 +8,6 @@ import dev.frdiag.agent.FakeTorchRank.Role;
 import dev.frdiag.agent.probe.NodeProbe;
 import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.analysis.Evidence;
-import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
@@ -230,8 +229,7 @@ class NodeAgentEndToEndTest extends AgentEndToEnd {
         .dumpPrefix(dir + "/nccl_trace_rank_").pipePrefix(dir + "/nccl_pipe_")
         .logFiles(IntStream.range(0, worldSize).mapToObj(r -> dir.resolve("train-" + r + ".log")).toList())
         .pollInterval(Duration.ofMillis(50)).dumpWait(DUMP_WAIT)
-        .stream(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
-            .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build())
+        .stream(quickStreams())
         .build();
     NodeAgent agent = context == null ? new NodeAgent(settings, channel) : new NodeAgent(settings, channel, context);
     resources.add(agent);

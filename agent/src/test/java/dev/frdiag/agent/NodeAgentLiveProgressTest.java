@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.analysis.Evidence;
-import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.Symptom;
@@ -94,8 +93,7 @@ class NodeAgentLiveProgressTest extends AgentEndToEnd {
         .progressInterval(Duration.ofMillis(200))
         .pipeDumpInterval(workerServers ? null : Duration.ofMillis(400))
         .pollInterval(Duration.ofMillis(100)).dumpWait(Duration.ofSeconds(3))
-        .stream(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
-            .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build())
+        .stream(quickStreams())
         .build();
     NodeAgent agent = new NodeAgent(settings, channel);
     resources.add(agent);

@@ -146,7 +146,7 @@ class NodeAgentTest {
     assertThat(reply.getRecordsList()).isEmpty();
     // Four fifths of the daemon's 600 ms, not the 15 s dump wait: the rest is for the reply to arrive.
     assertThat(reply.getError()).isEqualTo("rank 0 did not answer: no debug pipe configured"
-        + " (TORCH_NCCL_DEBUG_INFO_PIPE_FILE), so it cannot be asked to dump; no dump at " + dir
+        + " (TORCH_NCCL_DEBUG_INFO_PIPE_FILE, NCCL only), so it cannot be asked to dump; no dump at " + dir
         + "/trace_rank_0 within 480 ms");
   }
 

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.agent.FakeTorchRank.Role;
-import dev.frdiag.collector.reporter.ReporterSettings;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
@@ -129,8 +128,7 @@ class RankDiscoveryEndToEndTest extends AgentEndToEnd {
     resources.add(() -> channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS));
     AgentSettings settings = more.apply(AgentSettings.builder().jobId(JOB).hostname("node07").discoverRanks(true)
         .runId(runId).dumpPrefix(dir + "/nccl_trace_rank_").pollInterval(Duration.ofMillis(50))
-        .stream(ReporterSettings.builder().maxBatchDelay(Duration.ofMillis(50)).helloTimeout(Duration.ofSeconds(2))
-            .backoff(Duration.ofMillis(50), Duration.ofMillis(500)).build()))
+        .stream(quickStreams()))
         .build();
     NodeAgent agent = new NodeAgent(settings, channel);
     resources.add(agent);
