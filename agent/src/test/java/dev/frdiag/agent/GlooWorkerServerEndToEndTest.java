@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.daemon.Daemon;
-import dev.frdiag.daemon.DaemonSettings;
+import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.report.Report;
