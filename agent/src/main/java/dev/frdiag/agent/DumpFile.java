@@ -33,7 +33,6 @@ final class DumpFile {
   private final int rank;
   private final AgentSettings settings;
   private final DumpReader reader;
-  private final NodeGroups groups;
   private final Path file;
   /** The version last looked at, read or not. */
   private FileVersion seen;
@@ -42,12 +41,10 @@ final class DumpFile {
   /** Why the newest version of the file could not be used; null when it could. */
   private String problem;
 
-  /** @param groups the members of groups a dump does not list, shared by the node's ranks */
-  DumpFile(int rank, AgentSettings settings, DumpReader reader, NodeGroups groups) {
+  DumpFile(int rank, AgentSettings settings, DumpReader reader) {
     this.rank = rank;
     this.settings = Objects.requireNonNull(settings, "settings");
     this.reader = Objects.requireNonNull(reader, "reader");
-    this.groups = Objects.requireNonNull(groups, "groups");
     this.file = settings.dumpFile(rank);
     BasicFileAttributes a = FileVersion.attributes(file);
     // A dump already there is history: it may be an earlier run's, and the daemon did not ask for it.
@@ -113,7 +110,7 @@ final class DumpFile {
     seen = version;
     try {
       FlightRecorderDump dump = reader.read(file, rank);
-      last = usable(rank, settings.worldSize(), groups.complete(rank, dump), peers.get());
+      last = usable(rank, settings.worldSize(), dump, peers.get());
       lastModifiedMillis = version.modifiedMillis();
       problem = null;
       log.info("rank {}: read dump {} ({} records, format {})", rank, file, last.records().size(),

@@ -90,10 +90,9 @@ final class LocalRank implements RankStream.Listener {
    * @param investigating told on a gRPC thread that the daemon asked for a dump
    * @param wake told on a gRPC thread that a request waits to be served
    * @param progress the rank's live progress and pid, and its worker server's snapshots
-   * @param groups the members of groups dumps do not list, shared by the node's ranks
    */
   LocalRank(int rank, int localRank, long pid, Map<String, String> scheduler, AgentSettings settings,
-      Channel channel, DumpReader reader, NodeGroups groups, Clock clock, Object lock,
+      Channel channel, DumpReader reader, Clock clock, Object lock,
       Map<Integer, LocalRank> node, Runnable investigating, Runnable wake, RankProgress progress) {
     this.rank = rank;
     this.localRank = localRank;
@@ -107,7 +106,7 @@ final class LocalRank implements RankStream.Listener {
     this.wake = wake;
     this.progress = progress;
     this.events = new RankEvents(rank, settings.stream().maxQueuedEvents(), clock);
-    this.dump = new DumpFile(rank, settings, reader, groups);
+    this.dump = new DumpFile(rank, settings, reader);
     this.trigger = new DumpTrigger(rank, settings, clock);
     this.stream = new RankStream(channel, settings.stream(), "agent rank " + rank, this);
   }

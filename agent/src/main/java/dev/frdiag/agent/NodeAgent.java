@@ -89,7 +89,6 @@ public final class NodeAgent implements AutoCloseable {
   /** Asks the ranks' worker servers. */
   private final WorkerServer server;
   /** The members of groups the ranks' dumps do not list. */
-  private final NodeGroups groups = new NodeGroups();
   /** Finds a rank's process when nothing names it. */
   private final ProcessFinder finder;
   /** Finds the node's ranks; null when they are listed. */
@@ -223,9 +222,9 @@ public final class NodeAgent implements AutoCloseable {
   /** Starts serving {@code rank}. */
   @GuardedBy("lock")
   private void addRank(int rank, int localRank, long pid, Map<String, String> scheduler, AgentSettings job) {
-    RankProgress progress = new RankProgress(rank, job, server, reader, finder, nanoTime, groups, poller,
+    RankProgress progress = new RankProgress(rank, job, server, reader, finder, nanoTime, poller,
         this::wake);
-    ranks.put(rank, new LocalRank(rank, localRank, pid, scheduler, job, channel, reader, groups, clock, lock,
+    ranks.put(rank, new LocalRank(rank, localRank, pid, scheduler, job, channel, reader, clock, lock,
         Collections.unmodifiableMap(ranks), () -> contextWanted = true, this::wake, progress));
     if (poller != null) {
       poller.scheduleWithFixedDelay(progress::poll, 0, job.progressInterval().toNanos(), TimeUnit.NANOSECONDS);

@@ -84,7 +84,6 @@ final class RankProgress {
   private final DumpReader reader;
   private final ProcessFinder finder;
   private final LongSupplier nanoTime;
-  private final NodeGroups groups;
   /** Runs snapshots off the agent's thread; null when the rank has no worker server. */
   private final Executor poller;
   /** Told on a poller thread that a snapshot came. */
@@ -131,14 +130,12 @@ final class RankProgress {
   private String lastPipeProblem;
 
   /**
-   * @param groups the members of groups dumps do not list, shared by the node's ranks
    * @param poller runs snapshots; null when there is no worker server to ask
    * @param wake told on a poller thread that a snapshot came
    */
   RankProgress(int rank, AgentSettings settings, WorkerServer server, DumpReader reader, ProcessFinder finder,
-      LongSupplier nanoTime, NodeGroups groups, Executor poller, Runnable wake) {
+      LongSupplier nanoTime, Executor poller, Runnable wake) {
     this.rank = rank;
-    this.groups = Objects.requireNonNull(groups, "groups");
     this.poller = poller;
     this.wake = Objects.requireNonNull(wake, "wake");
     this.settings = Objects.requireNonNull(settings, "settings");
@@ -284,7 +281,7 @@ final class RankProgress {
     for (Recorder r : recorders) {
       dumps.put(r, reader.parse(server.dump(socket, r, onlyActive), socket, rank));
     }
-    FlightRecorderDump merged = groups.complete(rank, merge.merge(dumps, !onlyActive));
+    FlightRecorderDump merged = merge.merge(dumps, !onlyActive);
     return DumpFile.usable(rank, settings.worldSize(), merged,
         lastWithEntries == null ? List.of() : List.of(lastWithEntries));
   }

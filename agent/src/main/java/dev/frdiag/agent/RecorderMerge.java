@@ -70,7 +70,16 @@ final class RecorderMerge {
         }
       }
       for (ProcessGroup g : d.processGroups()) {
-        groups.add(renamed.containsKey(g.getName()) ? g.toBuilder().setName(renamed.get(g.getName())).build() : g);
+        String name = renamed.get(g.getName());
+        if (name == null) {
+          groups.add(g);
+          continue;
+        }
+        // A share that lists no members of its own (gloo's) takes those the earlier recorder listed for the group.
+        ProcessGroup listed = g.getMembersFromRecords() ? groups.stream()
+            .filter(x -> x.getName().equals(g.getName()) && !x.getMembersFromRecords()).findFirst().orElse(null)
+            : null;
+        groups.add((listed == null ? g : listed).toBuilder().setName(name).setLocalId(g.getLocalId()).build());
       }
       for (ProcessGroup g : List.copyOf(groups)) {
         // A renamed group this recorder does not list takes the members the earlier recorder listed.

@@ -1,5 +1,6 @@
 package dev.frdiag.analysis;
 
+import dev.frdiag.proto.RecordedGroups;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroup;
 import java.util.Collections;
@@ -33,13 +34,16 @@ final class JobIndex {
     Map<GroupKey, GroupKey> keys = new HashMap<>();
     // Ranks of a live job share one copy of each group: each copy is looked at once, and its key found by identity.
     Map<ProcessGroup, GroupKey> keyOf = new IdentityHashMap<>();
+    Map<String, ProcessGroup> recorded = recordedGroups(job);
     for (RankEvidence e : job.ranks()) {
-      for (ProcessGroup g : e.groups()) {
-        if (keyOf.containsKey(g)) {
+      for (ProcessGroup listed : e.groups()) {
+        if (keyOf.containsKey(listed)) {
           continue;
         }
+        // A group whose members came from records is each rank's partial view of one group: matched as the whole.
+        ProcessGroup g = listed.getMembersFromRecords() ? recorded.get(listed.getName()) : listed;
         GroupKey key = keys.computeIfAbsent(GroupKey.of(g), k -> k);
-        keyOf.put(g, key);
+        keyOf.put(listed, key);
         if (byKey.putIfAbsent(key, g) == null) {
           sortedMembers.put(key, g.getRanksList().stream().sorted().toList());
         }
@@ -62,6 +66,20 @@ final class JobIndex {
     } else {
       dense = null;
     }
+  }
+
+  /**
+   * The groups some rank lists with members taken from its records, completed across the job (a live job's ranks
+   * stream through agents that each see one node; a folder's dumps were completed when read, and stay as they are).
+   */
+  private static Map<String, ProcessGroup> recordedGroups(JobEvidence job) {
+    Map<Integer, List<ProcessGroup>> views = new HashMap<>();
+    for (RankEvidence e : job.ranks()) {
+      if (e.groups().stream().anyMatch(ProcessGroup::getMembersFromRecords)) {
+        views.put(e.rank(), e.groups());
+      }
+    }
+    return views.isEmpty() ? Map.of() : RecordedGroups.complete(views, job.worldSize());
   }
 
   /** {@code rank}'s indexed evidence, or null when it sent nothing. */

@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.tuple;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
@@ -94,9 +96,37 @@ class GlooDumpsTest {
         .containsExactlyInAnyOrder(tuple("0", 5L, 5L), tuple("1", 6L, 5L));
   }
 
+  @ParameterizedTest(name = "{0} from {1}")
+  @MethodSource("scenarios")
+  void readsTheSameWhenEachRankListsOnlyItselfAsALiveJobsAgentsSendThem(Expected e, String format)
+      throws Exception {
+    // Streamed live, each rank's dump reaches the daemon through its node's agent, which vouches for no member of a
+    // gloo group but the rank itself (a job of several nodes sees no more): the analysis completes the groups.
+    JobEvidence folder = evidence(e.scenario(), format);
+    List<RankEvidence> partial = folder.ranks().stream().map(r -> new RankEvidence(r.rank(), r.identity(),
+        r.liveness(), r.answered(), r.missingReason(), r.groups().stream().map(g -> g.getMembersFromRecords()
+            ? g.toBuilder().clearRanks().addRanks(r.rank()).setGlobalRankStart(r.rank()).setGlobalRankStride(1)
+                .build() : g).toList(),
+        r.records(), r.progress(), r.events(), r.frames(), r.source(), r.windowCurrentAtNs())).toList();
+    JobEvidence streamed = new JobEvidence(folder.jobId(), folder.worldSize(), partial, folder.observedAtNs(),
+        folder.stallThreshold(), folder.context());
+
+    Diagnosis live = HangAnalyzer.analyze(streamed);
+
+    assertThat(partial).anySatisfy(r -> assertThat(r.groups()).anySatisfy(
+        g -> assertThat(g.getMembersFromRecords() && g.getRanksCount() == 1).isTrue()));
+    assertThat(live.verdict()).as(live.headline()).isEqualTo(e.verdict());
+    assertThat(live.symptom()).as(live.headline()).isEqualTo(e.symptom());
+    assertThat(live.culpritRanks()).as(live.headline()).isEqualTo(e.culprits());
+  }
+
   private static Diagnosis analyze(String scenario, String format) throws Exception {
+    return HangAnalyzer.analyze(evidence(scenario, format));
+  }
+
+  private static JobEvidence evidence(String scenario, String format) throws Exception {
     EvidenceReader.Gathered g = EvidenceReader.builder().build()
         .read(List.of(DUMPS.resolve(scenario).resolve(format)), ReadProgress.SILENT);
-    return HangAnalyzer.analyze(g.evidence().orElseThrow());
+    return g.evidence().orElseThrow();
   }
 }
