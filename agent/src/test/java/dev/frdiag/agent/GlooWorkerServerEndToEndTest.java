@@ -3,6 +3,7 @@ package dev.frdiag.agent;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.frdiag.analysis.Evidence;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.daemon.Daemon;
@@ -69,6 +70,9 @@ class GlooWorkerServerEndToEndTest extends AgentEndToEnd {
     assertThat(report.verdict()).isEqualTo(Verdict.HANG);
     assertThat(report.symptom()).isEqualTo(Symptom.CPU_STALL);
     assertThat(report.culpritRanks()).containsExactly(2);
+    // Live, the daemon watched the op wait the stall timeout: no doubt about one snapshot's age.
+    assertThat(report.confidence()).isEqualTo(0.9);
+    assertThat(report.evidence()).noneMatch(e -> e.kind() == Evidence.Kind.SNAPSHOT_AGE);
     Job job = daemon.registry().find(JOB).orElseThrow();
     JobEvidence evidence = job.evidence(Map.of(), System.currentTimeMillis() * 1_000_000L, Duration.ofSeconds(2),
         "not asked");

@@ -39,9 +39,9 @@ final class OneSnapshot {
   /**
    * How sure a CPU stall read from one snapshot can be, with the evidence lines that say why. A culprit with
    * nothing outstanding, on a group whose rings show unrecorded ops, may be blocked in one of them (a send/recv
-   * gloo does not record): 0.5. On a backend whose dumps are taken on demand and never on a timeout, nothing dates
-   * the snapshot: unless the op failed (the peers' wait ended in an error) or the job's newest record is long after
-   * the peers issued it, a dump taken during a momentary lag looks the same: 0.7.
+   * gloo does not record): 0.5. Offline, on a backend whose dumps are taken on demand and never on a timeout,
+   * nothing dates the snapshot: unless the op failed (the peers' wait ended in an error) or the job's newest record
+   * is long after the peers issued it, a dump taken during a momentary lag looks the same: 0.7.
    */
   double cpuStall(StuckOp primary, List<Integer> culprits, List<Evidence> evidence) {
     double sure = 0.9;
@@ -58,7 +58,10 @@ final class OneSnapshot {
           + "stacks (dump_traceback) tell"));
       sure = 0.5;
     }
-    if (primary.sample == null || !Completion.statesNeverAdvance(primary.sample) || failed(primary)) {
+    // Live, an op is stuck only once the daemon has watched it wait the stall threshold (StuckOperations): the wait
+    // is observed, not read off one snapshot.
+    if (!index.job.offline() || primary.sample == null || !Completion.statesNeverAdvance(primary.sample)
+        || failed(primary)) {
       return sure;
     }
     long newest = index.ranks.values().stream().filter(r -> r.newest != null)
