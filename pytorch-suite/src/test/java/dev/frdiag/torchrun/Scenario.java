@@ -1,0 +1,107 @@
+package dev.frdiag.torchrun;
+
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+/**
+ * A torchrun job of train.py with one injected fault, and what really happened in it: the right verdict, symptom
+ * and culprit ranks. Layout {@code dptp} with 4 ranks: tp groups '1'=[0,1] '2'=[2,3], dp groups '3'=[0,2]
+ * '4'=[1,3], world '0'; with 8 ranks: tp '1'..'4', dp '5'=[0,2,4,6] '6'=[1,3,5,7]. Layout {@code pipeline}: stage
+ * groups '1'=[0,1] and '2'=[2,3], pairs 0-2 and 1-3; gloo does not record send and recv.
+ */
+enum Scenario {
+  /** 20 steps, every collective retired. */
+  HEALTHY(4, Ending.FINISHES, Map.of(), "NO_HANG", "NONE", Set.of()),
+  /** Rank 1 sleeps before its step-5 tp all_reduce in '1'=[0,1]: 0 waits in '1', 2 and 3 in their dp groups. */
+  STALL_TP_RANK1(4, Ending.HANGS, fault("stall", "1", "tp"), "HANG", "CPU_STALL", Set.of(1)),
+  /** Rank 2 sleeps before its step-5 dp all_reduce in '3'=[0,2]: 0 waits in '3' #6, 1 and 3 in world #6. */
+  STALL_DP_RANK2(4, Ending.HANGS, fault("stall", "2", "dp"), "HANG", "CPU_STALL", Set.of(2)),
+  /** Rank 3 sleeps before its step-5 world all_reduce: 0-2 wait in world #6. */
+  STALL_WORLD_RANK3(4, Ending.HANGS, fault("stall", "3", "world"), "HANG", "CPU_STALL", Set.of(3)),
+  /** 8 ranks; 2 and 5 sleep before their dp all_reduce: 0,4,6 wait in '5' #6, 1,3,7 in '6' #6. */
+  STALL_DP_RANKS2_5(8, Ending.HANGS, fault("stall", "2,5", "dp"), "HANG", "CPU_STALL", Set.of(2, 5)),
+  /** Rank 1 all_gathers where rank 3 all_reduces in '4'=[1,3] #6: gloo does not fail, both hang. */
+  MISMATCH_DP_RANK1(4, Ending.HANGS, fault("mismatch", "1", "dp"), "HANG", "MISMATCH", Set.of(1)),
+  /**
+   * Stage-1 rank 2 sleeps before its step-5 recv: rank 0 blocks in the unrecorded send to it, 1 and 3 wait in
+   * their stage groups; ranks 0 and 2 have nothing pending in their dumps, which alone cannot tell them apart
+   * (DIAGNOSIS.md §11: both are named, at 0.5, and the report says their stacks would tell).
+   */
+  PIPELINE_STALL_RANK2(4, Ending.HANGS, Map.of("MODE", "pipeline", "FAULT_KIND", "pp_stall", "FAULT_RANK", "2"),
+      "HANG", "CPU_STALL", Set.of(0, 2)),
+  /** Rank 1 SIGKILLs itself before its dp all_reduce; its peers fail and torchrun ends the job: rank 1 never dumps. */
+  KILLED_RANK1(4, Ending.DIES, fault("kill", "1", "dp"), "HANG", "DEAD_RANK", Set.of(1));
+
+  /** How the job ends by itself, if it does. */
+  enum Ending {
+    /** Every rank finishes its steps and dumps; torchrun exits 0. */
+    FINISHES,
+    /** The job hangs for ever; every rank dumps when it has made no step for a while. */
+    HANGS,
+    /** A rank dies; torchrun ends the others, which dump when their collective fails or on SIGTERM. */
+    DIES
+  }
+
+  private final int ranks;
+  private final Ending ending;
+  private final Map<String, String> env;
+  private final String verdict;
+  private final String symptom;
+  private final Set<Integer> culprits;
+
+  Scenario(int ranks, Ending ending, Map<String, String> env, String verdict, String symptom,
+      Set<Integer> culprits) {
+    this.ranks = ranks;
+    this.ending = ending;
+    this.env = env;
+    this.verdict = verdict;
+    this.symptom = symptom;
+    this.culprits = culprits;
+  }
+
+  private static Map<String, String> fault(String kind, String ranks, String group) {
+    return Map.of("FAULT_KIND", kind, "FAULT_RANK", ranks, "FAULT_GROUP", group);
+  }
+
+  /** The job's directory name, e.g. {@code stall-dp-rank2}. */
+  String dirName() {
+    return name().toLowerCase(Locale.ROOT).replace('_', '-');
+  }
+
+  int ranks() {
+    return ranks;
+  }
+
+  Ending ending() {
+    return ending;
+  }
+
+  /** train.py's settings: layout and fault. */
+  Map<String, String> env() {
+    return env;
+  }
+
+  /** The ranks that leave dumps: all but a killed one. */
+  Set<Integer> dumpingRanks() {
+    return IntStream.range(0, ranks).filter(r -> ending != Ending.DIES || !culprits.contains(r)).boxed()
+        .collect(Collectors.toUnmodifiableSet());
+  }
+
+  /** The right verdict: HANG or NO_HANG. */
+  String verdict() {
+    return verdict;
+  }
+
+  /** The right symptom: CPU_STALL, MISMATCH, DEAD_RANK or NONE. */
+  String symptom() {
+    return symptom;
+  }
+
+  /** The right culprit ranks. */
+  Set<Integer> culprits() {
+    return culprits;
+  }
+}

@@ -1,0 +1,214 @@
+"""A small gloo training loop with a fault switch, run under torchrun by the real-PyTorch suite.
+
+usage: torchrun ... --no-python bash wrapper.sh <job dir>
+
+Layouts (MODE):
+  dptp      tensor-parallel groups of TP consecutive ranks and data-parallel groups of strided ranks, every group made
+            with dist.new_group on every rank in the same order. A step: tp all_reduce, tp all_gather, dp all_reduce,
+            world all_reduce.
+  pipeline  two stages, rank r of stage 0 paired with r + WORLD/2 of stage 1; each stage is a group. A step: stage 0
+            sends its activation and receives the gradient back, stage 1 the reverse; a stage all_reduce; a world
+            all_reduce.
+
+Fault switch:
+  FAULT_KIND   none | stall | mismatch | pp_stall | kill
+  FAULT_RANK   the faulty rank(s), comma separated
+  FAULT_STEP   the step at which the fault fires (default 5)
+  FAULT_GROUP  tp | dp | world: in front of which group's collective (stall, mismatch, kill)
+  stall     sleep for ever right before the collective
+  mismatch  all_gather where the other members all_reduce
+  pp_stall  sleep for ever before the pipeline's send (stage 0) or recv (stage 1)
+  kill      SIGKILL itself before the collective
+
+Gloo has no debug pipe and never dumps on a timeout, so each rank dumps its own Flight Recorder:
+  - from a watcher thread when it has made no step for HANG_SECS,
+  - when a collective raises (a peer died), or on SIGTERM while in Python,
+  - at the end of a run that finished.
+Into <job dir>/json/trace_rank_<r> (first: ~1 ms) and <job dir>/pickle/trace_rank_<r> (the first pickle with stacks
+costs seconds), each written under a temporary name and renamed, so a file that exists is complete.
+<job dir>/pids/rank_<r> holds the rank's pid from its start, so the suite can end ranks that outlive torchrun.
+"""
+import datetime
+import os
+import signal
+import sys
+import threading
+import time
+
+import torch
+import torch._C._distributed_c10d as c10d
+import torch.distributed as dist
+from torch.distributed.elastic.control_plane import worker_main
+
+RANK = int(os.environ["RANK"])
+WORLD = int(os.environ["WORLD_SIZE"])
+JOB_DIR = sys.argv[1]
+MODE = os.environ.get("MODE", "dptp")
+STEPS = int(os.environ.get("STEPS", "20"))
+TP = int(os.environ.get("TP", "2"))
+FAULT_KIND = os.environ.get("FAULT_KIND", "none")
+FAULT_RANKS = {int(r) for r in os.environ.get("FAULT_RANK", "").split(",") if r}
+FAULT_STEP = int(os.environ.get("FAULT_STEP", "5"))
+FAULT_GROUP = os.environ.get("FAULT_GROUP", "dp")
+HANG_SECS = float(os.environ.get("HANG_SECS", "3"))
+STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.05"))
+PG_TIMEOUT_SECS = float(os.environ.get("PG_TIMEOUT_SECS", "900"))
+
+_last_step = time.monotonic()
+_dump_started = threading.Event()
+_dump_done = threading.Event()
+_sigterm = False
+
+
+def log(msg):
+    print(f"[rank {RANK} {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def write_atomically(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = path + ".partial"
+    with open(partial, "wb") as f:
+        f.write(data)
+    os.replace(partial, path)
+
+
+def write_dumps(reason):
+    """Writes both dumps once; a later caller waits until they are complete (a rank ends when its main thread
+    raises, and would take the watcher thread's half-written pickle with it)."""
+    if _dump_started.is_set():
+        _dump_done.wait(120)
+        return
+    _dump_started.set()
+    # JSON first: it takes a millisecond, the first pickle with stacks seconds (symbolizing the frames), and a rank
+    # that torchrun ends may not live that long.
+    for fmt, dump in (("json", c10d._dump_fr_trace_json), ("pickle", c10d._dump_fr_trace)):
+        started = time.monotonic()
+        data = dump()
+        write_atomically(os.path.join(JOB_DIR, fmt, f"trace_rank_{RANK}"), data)
+        log(f"dumped {fmt} ({len(data)} bytes, {1000 * (time.monotonic() - started):.0f} ms), {reason}")
+    _dump_done.set()
+    if _sigterm:
+        os._exit(143)
+
+
+def on_sigterm(signum, frame):
+    # torchrun SIGTERMs the survivors when a rank dies. Python runs this between bytecodes of the main thread, so
+    # never while it is blocked inside a collective; and it must not wait for dumps the main thread is writing.
+    global _sigterm
+    _sigterm = True
+    if _dump_done.is_set():
+        os._exit(143)
+    if not _dump_started.is_set():
+        write_dumps("SIGTERM")
+
+
+def watch_for_hang():
+    while not _dump_started.wait(0.2):
+        if time.monotonic() - _last_step > HANG_SECS:
+            write_dumps(f"no step for {HANG_SECS:g} s")
+
+
+def sleep_forever(where):
+    log(f"FAULT: stalls before {where}")
+    while True:
+        time.sleep(3600)
+
+
+def fault(step, group, op):
+    """The op to run in front of group's collective; never returns when the fault is a stall or a kill."""
+    if RANK not in FAULT_RANKS or step != FAULT_STEP or group != FAULT_GROUP:
+        return op
+    if FAULT_KIND == "stall":
+        sleep_forever(f"{op} in {group}")
+    if FAULT_KIND == "kill":
+        log("FAULT: SIGKILL")
+        os.kill(os.getpid(), signal.SIGKILL)
+    if FAULT_KIND == "mismatch":
+        log(f"FAULT: all_gather instead of {op} in {group}")
+        return "all_gather"
+    return op
+
+
+def collective(op, tensor, group, size):
+    if op == "all_reduce":
+        dist.all_reduce(tensor, group=group)
+        return tensor
+    out = [torch.empty_like(tensor) for _ in range(size)]
+    dist.all_gather(out, tensor, group=group)
+    return torch.cat(out)
+
+
+def own_group(rank_lists):
+    """Makes every group on every rank, in the same order (new_group requires it); returns this rank's."""
+    mine = None
+    for ranks in rank_lists:
+        group = dist.new_group(ranks)
+        if RANK in ranks:
+            mine = (group, ranks)
+    return mine
+
+
+def dptp_step(step, tp, dp, w):
+    (tp_group, tp_ranks), (dp_group, dp_ranks) = tp, dp
+    h = collective(fault(step, "tp", "all_reduce"), torch.randn(4, 8) @ w, tp_group, len(tp_ranks))
+    dist.all_gather([torch.empty(2, 2) for _ in tp_ranks], torch.ones(2, 2) * RANK, group=tp_group)
+    grad = collective(fault(step, "dp", "all_reduce"), torch.randn_like(w), dp_group, len(dp_ranks))
+    collective(fault(step, "world", "all_reduce"), torch.tensor([float(h.sum())]), None, WORLD)
+    return w - 0.01 * grad[: w.shape[0]]
+
+
+def pipeline_step(step, peer, stage_group):
+    group, ranks = stage_group
+    stalls = FAULT_KIND == "pp_stall" and RANK in FAULT_RANKS and step == FAULT_STEP
+    act, grad = torch.empty(4, 8), torch.empty(4, 8)
+    if RANK < WORLD // 2:
+        if stalls:
+            sleep_forever("send to the next stage")
+        dist.send(torch.randn(4, 8), dst=peer)
+        dist.recv(grad, src=peer)
+    else:
+        if stalls:
+            sleep_forever("recv from the previous stage")
+        dist.recv(act, src=peer)
+        grad = act * 2
+        dist.send(grad, dst=peer)
+    collective(fault(step, "dp", "all_reduce"), grad, group, len(ranks))
+    collective(fault(step, "world", "all_reduce"), torch.tensor([float(grad.sum())]), None, WORLD)
+
+
+@worker_main()
+def main():
+    write_atomically(os.path.join(JOB_DIR, "pids", f"rank_{RANK}"), str(os.getpid()).encode())
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=PG_TIMEOUT_SECS))
+    signal.signal(signal.SIGTERM, on_sigterm)
+    if MODE == "dptp":
+        tp = own_group([list(range(i, i + TP)) for i in range(0, WORLD, TP)])
+        dp = own_group([list(range(j, WORLD, TP)) for j in range(TP)])
+        w = torch.randn(8, 8)
+    else:
+        half = WORLD // 2
+        peer = RANK + half if RANK < half else RANK - half
+        stage = own_group([list(range(0, half)), list(range(half, WORLD))])
+    global _last_step
+    _last_step = time.monotonic()
+    threading.Thread(target=watch_for_hang, name="fr-watcher", daemon=True).start()
+    log(f"{MODE} job of {WORLD} ranks started")
+    try:
+        for step in range(STEPS):
+            _last_step = time.monotonic()
+            if MODE == "dptp":
+                w = dptp_step(step, tp, dp, w)
+            else:
+                pipeline_step(step, peer, stage)
+            time.sleep(STEP_SLEEP)
+    except Exception as e:  # a collective that raised: a peer died or timed out
+        log(f"{type(e).__name__}: {str(e)[:300]}")
+        write_dumps("a collective raised")
+        raise
+    log(f"finished {STEPS} steps")
+    write_dumps("finished")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
