@@ -64,15 +64,16 @@ final class Wording {
     String who = "Rank" + plural(culprits) + " " + bare(culprits) + hostsOf(culprits);
     return switch (cause) {
       case CPU -> who + " never issued " + where + " that " + peers(primary, culprits)
-          + " wait in: CPU-side stall.";
+          + (waitsAlone(primary, culprits) ? " waits" : " wait") + " in: CPU-side stall.";
       case GPU -> who + " issued " + where + " but " + (culprits.size() == 1 ? "its device" : "their devices")
           + " never ran it while " + peers(primary, culprits) + " did: GPU-side stall.";
       case DEVICE_ERROR -> who + " reported a CUDA error and " + (culprits.size() == 1 ? "its" : "their")
           + " device never ran " + where + ": GPU fault.";
       case DEAD -> who + (culprits.size() == 1 ? " is" : " are") + " gone (process or host died) while "
-          + peers(primary, culprits) + " wait in " + where + ".";
+          + peers(primary, culprits) + (waitsAlone(primary, culprits) ? " waits" : " wait") + " in " + where + ".";
       case NO_EVIDENCE -> who + " left no usable evidence (no dump, or an unreadable one) while "
-          + peers(primary, culprits) + " wait in " + where + ": likely gone (process or host).";
+          + peers(primary, culprits) + (waitsAlone(primary, culprits) ? " waits" : " wait") + " in " + where
+          + ": likely gone (process or host).";
       case MISMATCH -> !primary.timedOutInside().isEmpty()
           ? who + " disagree on what " + where + " is: " + who(primary.timedOutInside()) + " timed out inside it "
               + "while " + who(primary.finishedPast()) + " completed it and went on; they issued different "
@@ -166,6 +167,11 @@ final class Wording {
   private String hostsOf(List<Integer> culprits) {
     List<String> hosts = culprits.stream().map(index::host).distinct().sorted().toList();
     return hosts.equals(List.of("?")) ? "" : " (" + String.join(", ", hosts) + ")";
+  }
+
+  /** Whether {@code peers} names one rank, which takes a verb in the singular. */
+  private static boolean waitsAlone(StuckOp n, List<Integer> culprits) {
+    return n.states.keySet().stream().filter(r -> !culprits.contains(r)).count() == 1;
   }
 
   private static String peers(StuckOp n, List<Integer> culprits) {
