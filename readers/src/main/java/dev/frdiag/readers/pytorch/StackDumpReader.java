@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalInt;
+import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -66,8 +67,10 @@ public final class StackDumpReader {
     Objects.requireNonNull(text, "text");
     Objects.requireNonNull(source, "source");
     return switch (formatOf(text)) {
-      case FAULTHANDLER -> faulthandler(text, source);
-      case PYSPY -> pyspy(text, source);
+      case FAULTHANDLER -> threads(text, source, FAULTHANDLER_THREAD, StackDumpReader::faulthandlerThread,
+          FAULTHANDLER_FRAME, f -> frame(f.group(3), f.group(1), f.group(2)));
+      case PYSPY -> threads(text, source, PYSPY_THREAD, StackDumpReader::pyspyThread, PYSPY_FRAME,
+          f -> frame(f.group(1), f.group(2), f.group(3)));
       case NONE -> throw new NotAStackDumpException(source, "looked for faulthandler's 'Thread 0x… (most recent "
           + "call first):' or py-spy's 'Process N:' and 'Thread N (idle|active)' lines, found " + quote(text));
     };
@@ -108,57 +111,49 @@ public final class StackDumpReader {
     return Format.NONE;
   }
 
-  private ThreadStacks faulthandler(String text, String source) {
-    ThreadStacks.Builder out = ThreadStacks.newBuilder().setSource(source);
-    ThreadStack.Builder thread = null;
-    for (String line : text.lines().toList()) {
-      Matcher header = FAULTHANDLER_THREAD.matcher(line);
-      if (header.matches()) {
-        if (thread != null) {
-          out.addThreads(thread);
-        }
-        thread = ThreadStack.newBuilder();
-        if (header.group(1) != null) {
-          thread.setThreadId(Long.parseUnsignedLong(header.group(1).substring(2), 16));
-        }
-        continue;
-      }
-      Matcher frame = FAULTHANDLER_FRAME.matcher(line);
-      if (thread != null && frame.matches()) {
-        thread.addFrames(frame(frame.group(3), frame.group(1), frame.group(2)));
-      }
-      // "<no Python frame>", "  ..." (a stack cut at faulthandler's depth limit) and blank lines carry no frame.
+  /** A thread header of faulthandler's: the thread's hex id ("Stack" headers have none). */
+  private static ThreadStack.Builder faulthandlerThread(Matcher header) {
+    ThreadStack.Builder thread = ThreadStack.newBuilder();
+    if (header.group(1) != null) {
+      thread.setThreadId(Long.parseUnsignedLong(header.group(1).substring(2), 16));
     }
-    if (thread != null) {
-      out.addThreads(thread);
-    }
-    return out.build();
+    return thread;
   }
 
-  private ThreadStacks pyspy(String text, String source) {
+  /** A thread header of py-spy's: its native id (hex on some platforms), idle flag and name. */
+  private static ThreadStack.Builder pyspyThread(Matcher header) {
+    String id = header.group(1);
+    return ThreadStack.newBuilder()
+        .setThreadId(id.startsWith("0x") ? Long.parseUnsignedLong(id.substring(2), 16) : Long.parseLong(id))
+        .setIdle(header.group(2).startsWith("idle"))
+        .setName(header.group(3) == null ? "" : header.group(3));
+  }
+
+  /**
+   * The threads of a dump whose thread headers match {@code header} and whose frame lines match {@code frameLine},
+   * read by {@code thread} and {@code frame}. Other lines carry no frame: faulthandler's "<no Python frame>" and
+   * "  ..." (a stack cut at its depth limit), py-spy's deeper --locals lines, blank lines.
+   */
+  private ThreadStacks threads(String text, String source, Pattern header, Function<Matcher,
+      ThreadStack.Builder> thread, Pattern frameLine, Function<Matcher, Frame> frame) {
     ThreadStacks.Builder out = ThreadStacks.newBuilder().setSource(source);
-    ThreadStack.Builder thread = null;
+    ThreadStack.Builder current = null;
     for (String line : text.lines().toList()) {
-      Matcher header = PYSPY_THREAD.matcher(line);
-      if (header.matches()) {
-        if (thread != null) {
-          out.addThreads(thread);
+      Matcher h = header.matcher(line);
+      if (h.matches()) {
+        if (current != null) {
+          out.addThreads(current);
         }
-        String id = header.group(1);
-        thread = ThreadStack.newBuilder()
-            .setThreadId(id.startsWith("0x") ? Long.parseUnsignedLong(id.substring(2), 16) : Long.parseLong(id))
-            .setIdle(header.group(2).startsWith("idle"))
-            .setName(header.group(3) == null ? "" : header.group(3));
+        current = thread.apply(h);
         continue;
       }
-      Matcher frame = PYSPY_FRAME.matcher(line);
-      // Deeper lines are --locals' arguments and values, not frames.
-      if (thread != null && frame.matches()) {
-        thread.addFrames(frame(frame.group(1), frame.group(2), frame.group(3)));
+      Matcher f = frameLine.matcher(line);
+      if (current != null && f.matches()) {
+        current.addFrames(frame.apply(f));
       }
     }
-    if (thread != null) {
-      out.addThreads(thread);
+    if (current != null) {
+      out.addThreads(current);
     }
     return out.build();
   }
