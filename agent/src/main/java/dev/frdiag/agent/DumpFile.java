@@ -3,6 +3,7 @@ package dev.frdiag.agent;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
+import dev.frdiag.proto.v1.ThreadStacks;
 import dev.frdiag.readers.pytorch.DumpFormatException;
 import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
@@ -37,6 +38,7 @@ final class DumpFile {
   /** The version last looked at, read or not. */
   private FileVersion seen;
   private FlightRecorderDump last;
+  private ThreadStacks lastStacks = ThreadStacks.getDefaultInstance();
   private long lastModifiedMillis;
   /** Why the newest version of the file could not be used; null when it could. */
   private String problem;
@@ -60,21 +62,28 @@ final class DumpFile {
     return last;
   }
 
+  /** The Python stacks taken with the last dump from the worker server; a default instance when none. */
+  ThreadStacks lastStacks() {
+    return lastStacks;
+  }
+
   /**
    * Forgets the last dump: the rank's process was replaced, and the old one's records are not the new one's. The
    * file as it is now stays seen; the new process's first dump replaces it.
    */
   void forget() {
     last = null;
+    lastStacks = ThreadStacks.getDefaultInstance();
     problem = null;
   }
 
   /**
-   * A dump the rank's worker server gave, already made usable: it is the last dump from now on, as fresh as a
-   * file written at {@code atMillis}.
+   * A dump the rank's worker server gave, already made usable, with the Python stacks taken beside it: it is the last
+   * dump from now on, as fresh as a file written at {@code atMillis}.
    */
-  void took(FlightRecorderDump dump, long atMillis) {
+  void took(FlightRecorderDump dump, long atMillis, ThreadStacks stacks) {
     last = dump;
+    lastStacks = stacks;
     lastModifiedMillis = atMillis;
     problem = null;
     log.info("rank {}: read its Flight Recorder from its worker server ({} records)", rank, dump.records().size());
@@ -111,6 +120,8 @@ final class DumpFile {
     try {
       FlightRecorderDump dump = reader.read(file, rank);
       last = usable(rank, settings.worldSize(), dump, peers.get());
+      // A dump file carries no stacks: those taken with an earlier worker server snapshot are not of this moment.
+      lastStacks = ThreadStacks.getDefaultInstance();
       lastModifiedMillis = version.modifiedMillis();
       problem = null;
       log.info("rank {}: read dump {} ({} records, format {})", rank, file, last.records().size(),

@@ -2,6 +2,7 @@ package dev.frdiag.agent;
 
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.ThreadStacks;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -144,6 +145,9 @@ final class DumpTrigger {
 
   private DumpReply reply(DumpFile dump) {
     DumpReply reply = ReplyBuilder.reply(dump.last(), ReplyBuilder.MAX_REPLY_BYTES);
+    if (!dump.lastStacks().equals(ThreadStacks.getDefaultInstance())) {
+      reply = reply.toBuilder().setStacks(dump.lastStacks()).build();
+    }
     if (reply.getDroppedRecords() > 0) {
       log.warn("rank {}: dump too large for one reply; its {} oldest of {} records left out", rank,
           reply.getDroppedRecords(), dump.last().records().size());

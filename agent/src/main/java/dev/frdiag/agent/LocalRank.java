@@ -11,8 +11,11 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupUpdate;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankMessage;
+import dev.frdiag.proto.v1.ThreadStacks;
 import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import dev.frdiag.readers.pytorch.NotAStackDumpException;
+import dev.frdiag.readers.pytorch.StackDumpReader;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import io.grpc.Channel;
 import java.nio.file.Path;
@@ -32,6 +35,7 @@ import org.slf4j.LoggerFactory;
  * {@link NodeAgent#close}.
  */
 final class LocalRank implements RankStream.Listener {
+  private static final StackDumpReader STACKS = StackDumpReader.create();
   // The agent's logger, so operators keep finding these lines under the name they always had.
   private static final Logger log = LoggerFactory.getLogger(NodeAgent.class);
   /** Dump requests a rank keeps at once; the daemon sends one per incident. */
@@ -289,12 +293,19 @@ final class LocalRank implements RankStream.Listener {
       trigger.serverFailed(snapshot.problem());
       return;
     }
-    dump.took(snapshot.dump(), clock.millis());
+    long now = clock.millis();
+    dump.took(snapshot.dump(), now, snapshot.stacks() == null ? ThreadStacks.getDefaultInstance()
+        : stacks(snapshot.stacks(), now));
     unshipped = true;
-    if (snapshot.stacks() != null) {
-      // The wire contract has no place for them yet: the agent's log is where an operator finds them.
-      log.info("rank {}: Python stacks from its worker server ({}):\n{}", rank, snapshot.stacks().handler(),
-          snapshot.stacks().text().strip());
+  }
+
+  /** The worker server's answer read as stacks, or, when it is none (py-spy missing), why not. */
+  private ThreadStacks stacks(RankProgress.Stacks answer, long atMillis) {
+    try {
+      return STACKS.parse(answer.text(), answer.handler()).toBuilder().setTakenAtNs(atMillis * 1_000_000L).build();
+    } catch (NotAStackDumpException e) {
+      log.info("rank {}: its worker server's {} gave no stacks: {}", rank, answer.handler(), e.getMessage());
+      return ThreadStacks.newBuilder().setSource(answer.handler()).setError(e.getMessage()).build();
     }
   }
 

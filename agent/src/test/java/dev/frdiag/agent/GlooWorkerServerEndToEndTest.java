@@ -73,6 +73,9 @@ class GlooWorkerServerEndToEndTest extends AgentEndToEnd {
     // Live, the daemon watched the op wait the stall timeout: no doubt about one snapshot's age.
     assertThat(report.confidence()).isEqualTo(0.9);
     assertThat(report.evidence()).noneMatch(e -> e.kind() == Evidence.Kind.SNAPSHOT_AGE);
+    // The agent shipped each rank's stacks from its worker server with its snapshot: the report says where 2 sleeps.
+    assertThat(report.culprits()).singleElement()
+        .satisfies(c -> assertThat(c.stuckAt()).isEqualTo("sleep_forever (train.py:106)"));
     Job job = daemon.registry().find(JOB).orElseThrow();
     JobEvidence evidence = job.evidence(Map.of(), System.currentTimeMillis() * 1_000_000L, Duration.ofSeconds(2),
         "not asked");

@@ -87,7 +87,12 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
     /** A completion error towards a peer that does not tell a dead peer from a fabric fault. */
     PEER_PATH_ERROR("peer_path_error"),
     /** Which ranks were read from their recorded ring and which only from the lines they printed. */
-    SOURCES("sources");
+    SOURCES("sources"),
+    /**
+     * Where a rank's Python main thread is, from its stack dump: inside a torch.distributed call (waiting for
+     * peers), or stuck in its own code.
+     */
+    PYTHON_STACK("python_stack");
 
     private final String wire;
 

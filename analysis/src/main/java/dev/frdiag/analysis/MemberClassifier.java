@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -105,7 +106,15 @@ final class MemberClassifier {
         }
       }
       if (s == MemberState.NOT_ISSUED) {
-        n.suspect(Cause.CPU, rank);
+        // A main thread inside a torch.distributed call (a send/recv gloo does not record, a barrier, a
+        // collective of another group) waits for peers there: it did not stall on the CPU by itself.
+        Optional<String> call = PythonStacks.MainThread.of(r.evidence).flatMap(PythonStacks.MainThread::call)
+            .map(PythonStacks::where);
+        if (call.isPresent()) {
+          n.waitsInCall(rank, call.get());
+        } else {
+          n.suspect(Cause.CPU, rank);
+        }
       } else if (!n.p2p && timedOutIn(r, n) && !hasDeviceError(r) && !hasStuckWatchdog(r)
           && !finishedPast(done, n).isEmpty()) {
         // Its own watchdog, running normally, says its device never finished this collective, yet peers finished

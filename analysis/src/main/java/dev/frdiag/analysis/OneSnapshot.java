@@ -39,14 +39,18 @@ final class OneSnapshot {
   /**
    * How sure a CPU stall read from one snapshot can be, with the evidence lines that say why. A culprit with
    * nothing outstanding, on a group whose rings show unrecorded ops, may be blocked in one of them (a send/recv
-   * gloo does not record): 0.5. Offline, on a backend whose dumps are taken on demand and never on a timeout,
-   * nothing dates the snapshot: unless the op failed (the peers' wait ended in an error) or the job's newest record
-   * is long after the peers issued it, a dump taken during a momentary lag looks the same: 0.7.
+   * gloo does not record): 0.5, unless its Python stack was read. Offline, on a backend whose dumps are taken on
+   * demand and never on a timeout, nothing dates the snapshot: unless the op failed (the peers' wait ended in an
+   * error) or the job's newest record is long after the peers issued it, a dump taken during a momentary lag looks
+   * the same: 0.7.
    */
   double cpuStall(StuckOp primary, List<Integer> culprits, List<Evidence> evidence) {
     double sure = 0.9;
+    // A culprit whose stack was read is where the stack says, outside torch.distributed (else it would not be a
+    // culprit, §12): in no unrecorded send/recv. One moment is still one moment: the snapshot's age still counts.
     List<Integer> idle = culprits.stream()
-        .filter(c -> index.rank(c) != null && index.rank(c).oldestIncomplete == null).toList();
+        .filter(c -> index.rank(c) != null && index.rank(c).oldestIncomplete == null)
+        .filter(c -> PythonStacks.MainThread.of(index.rank(c).evidence).isEmpty()).toList();
     Set<GroupKey> theirs = new TreeSet<>();
     idle.forEach(c -> theirs.addAll(index.rank(c).tracks.keySet()));
     Unrecorded hidden = unrecorded(theirs);

@@ -6,6 +6,7 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.ThreadStacks;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -26,11 +27,12 @@ import java.util.Objects;
  * @param source where the records and counters come from: the rank's own ring (live or dumped), or its log lines
  * @param windowCurrentAtNs for a rank that did not answer: when, by its own clock (epoch ns), every record of its ring
  *     was last known to have reached the daemon, so that what its window lacks was lacking then; 0 when never known
+ * @param stacks where its Python threads were while it hung (a stack dump); the default instance when none
  */
 public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered,
     String missingReason, List<ProcessGroup> groups, List<CollectiveRecord> records,
     List<ProcessGroupProgress> progress, List<RankEvent> events, Map<Integer, Frame> frames, Source source,
-    long windowCurrentAtNs) {
+    long windowCurrentAtNs, ThreadStacks stacks) {
 
   /** Where a rank's evidence comes from, which bounds how sure a verdict resting on it can be. */
   public enum Source {
@@ -55,6 +57,14 @@ public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, b
     this(rank, identity, liveness, answered, missingReason, groups, records, progress, events, frames, source, 0);
   }
 
+  /** Evidence without stacks. */
+  public RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered, String missingReason,
+      List<ProcessGroup> groups, List<CollectiveRecord> records, List<ProcessGroupProgress> progress,
+      List<RankEvent> events, Map<Integer, Frame> frames, Source source, long windowCurrentAtNs) {
+    this(rank, identity, liveness, answered, missingReason, groups, records, progress, events, frames, source,
+        windowCurrentAtNs, ThreadStacks.getDefaultInstance());
+  }
+
   public RankEvidence {
     if (rank < 0) {
       throw new IllegalArgumentException("rank must not be negative, got " + rank);
@@ -62,12 +72,24 @@ public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, b
     Objects.requireNonNull(identity, "identity");
     Objects.requireNonNull(liveness, "liveness");
     Objects.requireNonNull(source, "source");
+    stacks = stacks == null ? ThreadStacks.getDefaultInstance() : stacks;
     missingReason = missingReason == null ? "" : missingReason;
     groups = List.copyOf(groups);
     records = List.copyOf(records);
     progress = List.copyOf(progress);
     events = List.copyOf(events);
     frames = Map.copyOf(frames);
+  }
+
+  /** This evidence with {@code stacks} as where its Python threads were. */
+  public RankEvidence withStacks(ThreadStacks stacks) {
+    return new RankEvidence(rank, identity, liveness, answered, missingReason, groups, records, progress, events,
+        frames, source, windowCurrentAtNs, Objects.requireNonNull(stacks, "stacks"));
+  }
+
+  /** Whether a stack dump of the rank was read: threads, not an error answer. */
+  public boolean hasStacks() {
+    return stacks.getThreadsCount() > 0;
   }
 
   /** Host name, or "?" when unknown. */

@@ -7,6 +7,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 
 /**
@@ -38,6 +39,7 @@ final class StuckOp {
   final CollectiveRef ref;
   private final Map<Cause, Set<Integer>> suspects = new EnumMap<>(Cause.class);
   private final Set<String> blockedBy = new TreeSet<>();
+  private final Map<Integer, String> inCall = new TreeMap<>();
   private boolean allIssuedNoneStarted;
   private final Set<Integer> timedOutInside = new TreeSet<>();
   private final Set<Integer> finishedPast = new TreeSet<>();
@@ -88,6 +90,20 @@ final class StuckOp {
 
   void blockedBy(String label) {
     blockedBy.add(label);
+  }
+
+  /**
+   * Member {@code rank} never issued it because its main thread is inside the torch.distributed call at
+   * {@code where} (its stack dump): it waits for peers there, in an op the rings may not record.
+   */
+  void waitsInCall(int rank, String where) {
+    inCall.put(rank, where);
+    blockedBy("rank " + rank + " in " + where);
+  }
+
+  /** Members that never issued it because they wait inside a torch.distributed call: rank → where. */
+  Map<Integer, String> inCall() {
+    return Collections.unmodifiableMap(inCall);
   }
 
   /** Labels of the operations its missing members are stuck in, sorted. */

@@ -89,6 +89,7 @@ final class VerdictRules {
       mismatches.forEach(m -> evidence.add(m.evidence()));
     }
     evidence.addAll(wording.describe(primary));
+    evidence.addAll(PythonStacks.evidence(index, stuck, cause, culprits));
     List<StuckOp> alsoHeld = causal.subList(1, causal.size());
     if (!alsoHeld.isEmpty()) {
       // The same culprits hold up more collectives: one line, not a repeat of the story per collective.
@@ -257,6 +258,7 @@ final class VerdictRules {
     }
     List<Integer> silent = silent();
     evidence.addAll(wording.describe(first));
+    evidence.addAll(PythonStacks.evidence(index, stuck, null, List.of()));
     evidence.addAll(jobEvidence);
     String missing = first.isAllIssuedNoneStarted()
         ? "every member issued it and none completed, but the ranks do not record device start events, so a "
@@ -377,7 +379,12 @@ final class VerdictRules {
         .toList();
     List<Culprit> details = new ArrayList<>();
     for (int c : culprits) {
-      details.add(culprit(c, primary, details.size() < CULPRITS_WITH_RECORDS));
+      Culprit k = culprit(c, primary, details.size() < CULPRITS_WITH_RECORDS);
+      RankIndex r = index.rank(c);
+      String stuckAt = r != null && symptom == Symptom.CPU_STALL ? PythonStacks.stuckAt(r.evidence) : "";
+      details.add(r == null || !r.evidence.hasStacks() ? k : new Culprit(k.rank(), k.host(), k.pid(),
+          k.cudaDevice(), k.lastOp(), k.stack(), k.records(), stuckAt, r.evidence.stacks().getSource(),
+          PythonStacks.threads(r.evidence)));
     }
     long since = primary == null || primary.firstCreatedNs == Long.MAX_VALUE ? 0 : primary.firstCreatedNs;
     return new Diagnosis(verdict, symptom, culprits, hosts, primary == null ? null : primary.ref, confidence,

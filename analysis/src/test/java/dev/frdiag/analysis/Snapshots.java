@@ -7,6 +7,7 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.Shape;
+import dev.frdiag.proto.v1.ThreadStacks;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -23,6 +24,7 @@ final class Snapshots {
   private final Map<Integer, Liveness> liveness = new TreeMap<>();
   private final Map<Integer, List<RankEvent>> events = new TreeMap<>();
   private final List<Integer> unanswered = new ArrayList<>();
+  private final Map<Integer, ThreadStacks> stacks = new TreeMap<>();
   private long clock = 1_000_000_000L;
 
   Snapshots(int worldSize) {
@@ -128,6 +130,18 @@ final class Snapshots {
     records.get(rank).add(b.build());
   }
 
+  /** Where {@code rank}'s Python threads were (its stack dump). */
+  Snapshots stacks(int rank, ThreadStacks threads) {
+    stacks.put(rank, threads);
+    return this;
+  }
+
+  /** Every record of {@code rank} names {@code threadId} as the thread that issued it, as Flight Recorder does. */
+  Snapshots thread(int rank, long threadId) {
+    records.get(rank).replaceAll(c -> c.toBuilder().setThreadId(Long.toUnsignedString(threadId)).build());
+    return this;
+  }
+
   Snapshots lost(int rank) {
     liveness.put(rank, Liveness.LOST);
     return this;
@@ -178,7 +192,8 @@ final class Snapshots {
           .setHostname("node" + (r / 4)).setPid(100 + r).setCudaDevice(r % 4).build(),
           liveness.getOrDefault(r, Liveness.ALIVE), answered, answered ? "" : "no reply",
           mine, answered || liveness.containsKey(r) ? records.get(r) : List.of(), List.of(),
-          events.getOrDefault(r, List.of()), Map.of()));
+          events.getOrDefault(r, List.of()), Map.of()).withStacks(stacks.getOrDefault(r,
+          ThreadStacks.getDefaultInstance())));
     }
     return out;
   }

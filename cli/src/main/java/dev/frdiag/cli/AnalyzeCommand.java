@@ -22,16 +22,17 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code fr-diagnose analyze <path>...}: the daemon's diagnosis, offline, from whatever a user has after a hang —
  * folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training logs with watchdog lines, kernel
- * logs with Xid lines, launcher output and NCCL RAS reports.
+ * logs with Xid lines, launcher output, NCCL RAS reports and the ranks' Python stack dumps.
  */
 @Command(name = "analyze", mixinStandardHelpOptions = true,
     description = {"Diagnoses a hang offline from Flight Recorder dumps (pickle or JSON), NCCL_DEBUG logs, "
-        + "training and launcher logs, kernel logs (Xid) and NCCL RAS reports. Each file's kind is detected from its "
-        + "content.",
+        + "training and launcher logs, kernel logs (Xid), NCCL RAS reports and the ranks' Python stack dumps "
+        + "(dump_traceback or py-spy dump; the rank is the file name's last number). Each file's kind is detected "
+        + "from its content.",
         "A file that cannot be read is reported on stderr and the rest are still analysed."})
 public final class AnalyzeCommand implements Callable<Integer> {
   @Parameters(arity = "1..*", paramLabel = "PATH",
-      description = "Dump folders, dump files, NCCL logs, training logs, kernel logs; a quoted glob ('logs/node*/train-*.log') names the files it matches.")
+      description = "Dump folders, dump files, NCCL logs, training logs, kernel logs, stack dumps; a quoted glob ('logs/node*/train-*.log') names the files it matches.")
   List<Path> paths;
 
   @Option(names = "--prefix", description = "Dump file name prefix before the rank (when a folder holds several).")

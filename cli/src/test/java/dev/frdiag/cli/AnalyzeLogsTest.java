@@ -104,7 +104,7 @@ class AnalyzeLogsTest {
     Files.write(junk, bytes);
     Result r = analyze(junk);
     assertThat(r.code()).isEqualTo(ExitCode.INSUFFICIENT_EVIDENCE);
-    assertThat(r.err()).contains(junk + ": not a Flight Recorder dump, NCCL log or training log; skipped")
+    assertThat(r.err()).contains(junk + ": not a Flight Recorder dump, NCCL log, training log or stack dump; skipped")
         .contains("nothing to analyse");
     assertThat(analyze(dir.resolve("missing")).code()).isEqualTo(ExitCode.USAGE);
   }

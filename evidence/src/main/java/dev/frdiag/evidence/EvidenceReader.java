@@ -11,6 +11,8 @@ import dev.frdiag.readers.pytorch.DumpFileResult;
 import dev.frdiag.readers.pytorch.DumpFolder;
 import dev.frdiag.readers.pytorch.DumpFormatException;
 import dev.frdiag.readers.pytorch.DumpReader;
+import dev.frdiag.readers.pytorch.NotAStackDumpException;
+import dev.frdiag.readers.pytorch.StackDumpReader;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import dev.frdiag.readers.pytorch.WatchdogLogReader;
 import java.io.IOException;
@@ -23,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.CompletionService;
 import java.util.concurrent.ExecutionException;
@@ -34,7 +37,8 @@ import java.util.stream.Stream;
 
 /**
  * Reads what a job left behind (folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training
- * logs with watchdog lines, kernel logs with Xid lines, launcher output, NCCL RAS reports) into the one
+ * logs with watchdog lines, kernel logs with Xid lines, launcher output, NCCL RAS reports, the ranks' Python stack
+ * dumps) into the one
  * {@link JobEvidence} the analysis takes. Each file's kind is told by its content; a file that cannot be read is
  * reported and the others are still read. Immutable; each {@link #read} is independent.
  */
@@ -97,6 +101,7 @@ public final class EvidenceReader {
   private final class Reading {
     private final ReadProgress progress;
     private final DumpReader reader = DumpReader.create();
+    private final StackDumpReader stacks = StackDumpReader.create();
     private final OfflineEvidence evidence = new OfflineEvidence().worldSize(worldSize);
     private final List<String> notes = new ArrayList<>();
     private int dumpFiles;
@@ -136,13 +141,21 @@ public final class EvidenceReader {
           logFiles);
     }
 
-    /** Reads the dumps of folder {@code dir}; returns the logs beside them, which are evidence too. */
+    /**
+     * Reads the dumps of folder {@code dir}; returns the logs and stack dumps beside them, which are evidence too.
+     */
     private List<Path> folder(Path dir) throws UnusableInputException, IOException, InterruptedException {
       DumpFolder.Listing folder;
       try {
         folder = reader.listFolder(dir, dumpPrefix);
       } catch (DumpFormatException e) {
-        throw new UnusableInputException(e.getMessage(), e);
+        // A folder of the ranks' stack dumps (what their worker servers answered) is evidence beside dumps read
+        // from elsewhere.
+        List<Path> beside = besideDumps(dir, Set.of());
+        if (beside.stream().noneMatch(f -> kind(f) == InputKind.STACK_DUMP)) {
+          throw new UnusableInputException(e.getMessage(), e);
+        }
+        return beside;
       }
       List<DumpFileResult> failed;
       try (ReadProgress.Batch batch = progress.batch("dumps", folder.files().size())) {
@@ -153,19 +166,37 @@ public final class EvidenceReader {
         progress.problem(r.error().getMessage());
         evidence.unreadable(r.rank(), r.error().problem());
       }
-      notes.addAll(folder.notes());
-      // Other files that are not logs were already noted by the folder reader.
+      // Other files that are not logs were already noted by the folder reader; stack dumps are read, not ignored.
       Set<Path> dumps = new HashSet<>();
       folder.files().forEach(f -> dumps.add(f.path()));
-      List<Path> logs = new ArrayList<>();
+      List<Path> beside = besideDumps(dir, dumps);
+      Set<String> stackDumps = new HashSet<>();
+      beside.stream().filter(f -> kind(f) == InputKind.STACK_DUMP).forEach(f -> stackDumps.add("ignored "
+          + f.getFileName() + ":"));
+      folder.notes().stream().filter(n -> stackDumps.stream().noneMatch(n::startsWith)).forEach(notes::add);
+      return beside;
+    }
+
+    /** The logs and stack dumps in {@code dir}, other than {@code dumps}, in name order. */
+    private List<Path> besideDumps(Path dir, Set<Path> dumps) throws IOException {
+      List<Path> out = new ArrayList<>();
       try (Stream<Path> others = Files.list(dir)) {
         for (Path f : others.filter(f -> !dumps.contains(f) && Files.isRegularFile(f)).sorted().toList()) {
-          if (InputKind.of(f).isLog()) {
-            logs.add(f);
+          InputKind kind = InputKind.of(f);
+          if (kind.isLog() || kind == InputKind.STACK_DUMP) {
+            out.add(f);
           }
         }
       }
-      return logs;
+      return out;
+    }
+
+    private static InputKind kind(Path file) {
+      try {
+        return InputKind.of(file);
+      } catch (IOException e) {
+        return InputKind.UNKNOWN;
+      }
     }
 
     private void file(Path file) throws IOException {
@@ -184,7 +215,26 @@ public final class EvidenceReader {
           logFiles++;
           log(file);
         }
-        case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, NCCL log or training log; skipped");
+        case STACK_DUMP -> stackDump(file);
+        case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, NCCL log, training log or stack dump; skipped");
+      }
+    }
+
+    /** A rank's stack dump: the rank is its file name's last number, as no stack dump names its rank. */
+    private void stackDump(Path file) throws IOException {
+      String name = String.valueOf(file.getFileName());
+      OptionalInt rank = StackDumpReader.rankFromFileName(name);
+      if (rank.isEmpty()) {
+        progress.problem("skipping " + file + ": a stack dump whose rank its name does not tell (name it "
+            + "<anything>_<rank>, e.g. dump_traceback_rank_2.txt)");
+        return;
+      }
+      try {
+        if (!evidence.add(rank.getAsInt(), stacks.read(file))) {
+          notes.add(file + ": rank " + rank.getAsInt() + " already has a stack dump; skipped");
+        }
+      } catch (NotAStackDumpException e) {
+        progress.problem(e.getMessage());
       }
     }
 

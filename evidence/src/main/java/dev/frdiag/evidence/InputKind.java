@@ -1,5 +1,6 @@
 package dev.frdiag.evidence;
 
+import dev.frdiag.readers.pytorch.StackDumpReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -22,6 +23,11 @@ enum InputKind {
    * {@code nvidia-smi -q} printed about the node's GPUs.
    */
   KERNEL_LOG,
+  /**
+   * Where a rank's Python threads were: a stack dump in faulthandler's format (the worker server's
+   * {@code dump_traceback}) or py-spy's ({@code pyspy_dump}).
+   */
+  STACK_DUMP,
   /** None of the above. */
   UNKNOWN;
 
@@ -56,6 +62,9 @@ enum InputKind {
     if (trimmed.startsWith("{") && (text.contains("\"pg_config\"") || text.contains("\"entries\"")
         || text.contains("\"pg_status\""))) {
       return JSON_DUMP;
+    }
+    if (StackDumpReader.looksLikeStackDump(text)) {
+      return STACK_DUMP;
     }
     // NCCL's own lines, its network plugins' (libfabric, AWS OFI) and its RAS status reports.
     boolean nccl = text.contains(" NCCL INFO ") || text.contains(" NCCL WARN ") || text.contains("NCCL version ")

@@ -12,6 +12,7 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
+import dev.frdiag.proto.v1.ThreadStacks;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.readers.pytorch.PgStatus;
 import dev.frdiag.readers.pytorch.RecordedMembers;
@@ -33,6 +34,7 @@ final class OfflineEvidence {
   private final Map<Integer, String> unreadable = new TreeMap<>();
   private final Map<Integer, List<WatchdogLine>> watchdog = new TreeMap<>();
   private final List<NodeContext> context = new ArrayList<>();
+  private final Map<Integer, ThreadStacks> stacks = new TreeMap<>();
   private int worldSize;
 
   /** Adds one rank's dump. */
@@ -42,6 +44,15 @@ final class OfflineEvidence {
         dump.version(), dump.commLibVersion(), dump.processGroups(), kept, dump.progress(), dump.frames(),
         dump.warnings()));
     return this;
+  }
+
+  /**
+   * Adds where rank {@code rank}'s Python threads were (a stack dump).
+   *
+   * @return false when the rank already has one, which is kept: one moment per rank
+   */
+  public boolean add(int rank, ThreadStacks threads) {
+    return stacks.putIfAbsent(rank, threads) == null;
   }
 
   /** Records that rank {@code rank}'s dump exists but could not be read, and why. */
@@ -119,6 +130,14 @@ final class OfflineEvidence {
       ranks.putIfAbsent(u.getKey(), new RankEvidence(u.getKey(), identity(u.getKey(), world), Liveness.UNKNOWN,
           false, u.getValue(), List.of(), List.of(), List.of(), List.of(), Map.of()));
     }
+    // Stacks say where a rank's threads are, not where its collectives are: they join the rank's evidence and
+    // make none of their own (a rank with stacks only is as unknown to the matcher as one with nothing).
+    stacks.forEach((rank, threads) -> {
+      RankEvidence e = ranks.get(rank);
+      if (e != null) {
+        ranks.put(rank, e.withStacks(threads));
+      }
+    });
     List<NodeContext> nodes = new ArrayList<>(context);
     if (ranks.isEmpty() && !unread.isEmpty()) {
       NodeContext.Builder n = NodeContext.newBuilder().setJobId(job);

@@ -66,6 +66,25 @@ class EvidenceReaderTest {
   }
 
   @Test
+  void stackDumpsBesideDumpsJoinTheirRanksEvidenceAndOneWithoutARankIsReported() throws Exception {
+    Path gloo = Path.of("src", "test", "resources", "pytorch-2.13-gloo", "pp_stall_rank2_w4");
+    for (int r = 0; r < 4; r++) {
+      Files.copy(gloo.resolve("json").resolve("trace_rank_" + r), dir.resolve("trace_rank_" + r));
+    }
+    Files.copy(gloo.resolve("stacks").resolve("dump_traceback_rank_2.txt"), dir.resolve("stacks_2.txt"));
+    Path noRank = Files.copy(gloo.resolve("stacks").resolve("dump_traceback_rank_0.txt"), dir.resolve("stacks.txt"));
+    Told told = new Told();
+
+    JobEvidence e = EvidenceReader.builder().build().read(List.of(dir), told).evidence().orElseThrow();
+
+    assertThat(e.ranks()).extracting(r -> r.stacks().getThreadsCount()).containsExactly(0, 0, 2, 0);
+    assertThat(e.ranks().get(2).stacks().getSource()).isEqualTo("stacks_2.txt");
+    assertThat(told.said).contains("problem: skipping " + noRank + ": a stack dump whose rank its name does not "
+        + "tell (name it <anything>_<rank>, e.g. dump_traceback_rank_2.txt)")
+        .noneMatch(s -> s.contains("ignored stacks_2.txt"));
+  }
+
+  @Test
   void aPathThatIsNotThereStopsTheRead() {
     Path missing = dir.resolve("nope");
     assertThatThrownBy(() -> EvidenceReader.builder().build().read(List.of(missing), ReadProgress.SILENT))
@@ -81,7 +100,7 @@ class EvidenceReaderTest {
 
     assertThat(g.evidence()).isEmpty();
     assertThat(told.said).containsExactly("files 1", "step", "done",
-        "note: " + notes + ": not a Flight Recorder dump, NCCL log or training log; skipped");
+        "note: " + notes + ": not a Flight Recorder dump, NCCL log, training log or stack dump; skipped");
   }
 
   @Test

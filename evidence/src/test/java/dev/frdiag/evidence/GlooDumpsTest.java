@@ -13,9 +13,12 @@ import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -33,28 +36,29 @@ class GlooDumpsTest {
   record Expected(String scenario, Verdict verdict, Symptom symptom, List<Integer> culprits, String collective,
       double minConfidence, double maxConfidence, Evidence.Kind mustSay) {}
 
+  private static final List<Expected> EXPECTED = List.of(
+      new Expected("stall_dp_rank2_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(2), "3#6 all_reduce", 0.7, 0.7,
+          Evidence.Kind.SNAPSHOT_AGE),
+      new Expected("stall_tp_rank1_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(1), "1#11 all_reduce", 0.7, 0.7,
+          Evidence.Kind.SNAPSHOT_AGE),
+      new Expected("stall_world_rank3_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(3), "0#8 all_reduce", 0.7,
+          0.7, Evidence.Kind.SNAPSHOT_AGE),
+      new Expected("stall2_dp_ranks2_5_w8", Verdict.HANG, Symptom.CPU_STALL, List.of(2, 5), "6#6 all_reduce", 0.7,
+          0.7, Evidence.Kind.SNAPSHOT_AGE),
+      new Expected("mismatch_dp_rank1_w4", Verdict.HANG, Symptom.MISMATCH, List.of(1), "4#6 all_gather", 0.95,
+          0.95, Evidence.Kind.SIGNATURE_MISMATCH),
+      new Expected("pp_stall_rank2_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(0, 2), "1#6 all_reduce", 0.5, 0.5,
+          Evidence.Kind.UNRECORDED_OPS),
+      new Expected("timeout_world_rank3_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(3), "0#6 all_reduce", 0.9,
+          0.9, Evidence.Kind.NOT_ISSUED),
+      new Expected("kill_rank1_w4", Verdict.HANG, Symptom.DEAD_RANK, List.of(1), "0#6 all_reduce", 0.6, 0.6,
+          Evidence.Kind.RANK_LOST),
+      new Expected("healthy_dptp4", Verdict.NO_HANG, Symptom.NONE, List.of(), "", 0.9, 0.9, null),
+      new Expected("healthy_pipeline_w4", Verdict.NO_HANG, Symptom.NONE, List.of(), "", 0.5, 0.5,
+          Evidence.Kind.UNRECORDED_OPS));
+
   static Stream<Arguments> scenarios() {
-    List<Expected> expected = List.of(
-        new Expected("stall_dp_rank2_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(2), "3#6 all_reduce", 0.7, 0.7,
-            Evidence.Kind.SNAPSHOT_AGE),
-        new Expected("stall_tp_rank1_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(1), "1#11 all_reduce", 0.7, 0.7,
-            Evidence.Kind.SNAPSHOT_AGE),
-        new Expected("stall_world_rank3_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(3), "0#8 all_reduce", 0.7,
-            0.7, Evidence.Kind.SNAPSHOT_AGE),
-        new Expected("stall2_dp_ranks2_5_w8", Verdict.HANG, Symptom.CPU_STALL, List.of(2, 5), "6#6 all_reduce", 0.7,
-            0.7, Evidence.Kind.SNAPSHOT_AGE),
-        new Expected("mismatch_dp_rank1_w4", Verdict.HANG, Symptom.MISMATCH, List.of(1), "4#6 all_gather", 0.95,
-            0.95, Evidence.Kind.SIGNATURE_MISMATCH),
-        new Expected("pp_stall_rank2_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(0, 2), "1#6 all_reduce", 0.5, 0.5,
-            Evidence.Kind.UNRECORDED_OPS),
-        new Expected("timeout_world_rank3_w4", Verdict.HANG, Symptom.CPU_STALL, List.of(3), "0#6 all_reduce", 0.9,
-            0.9, Evidence.Kind.NOT_ISSUED),
-        new Expected("kill_rank1_w4", Verdict.HANG, Symptom.DEAD_RANK, List.of(1), "0#6 all_reduce", 0.6, 0.6,
-            Evidence.Kind.RANK_LOST),
-        new Expected("healthy_dptp4", Verdict.NO_HANG, Symptom.NONE, List.of(), "", 0.9, 0.9, null),
-        new Expected("healthy_pipeline_w4", Verdict.NO_HANG, Symptom.NONE, List.of(), "", 0.5, 0.5,
-            Evidence.Kind.UNRECORDED_OPS));
-    return expected.stream().flatMap(e -> Stream.of(Arguments.of(e, "pickle"), Arguments.of(e, "json")));
+    return EXPECTED.stream().flatMap(e -> Stream.of(Arguments.of(e, "pickle"), Arguments.of(e, "json")));
   }
 
   @ParameterizedTest(name = "{0} from {1}")
@@ -107,7 +111,8 @@ class GlooDumpsTest {
         r.liveness(), r.answered(), r.missingReason(), r.groups().stream().map(g -> g.getMembersFromRecords()
             ? g.toBuilder().clearRanks().addRanks(r.rank()).setGlobalRankStart(r.rank()).setGlobalRankStride(1)
                 .build() : g).toList(),
-        r.records(), r.progress(), r.events(), r.frames(), r.source(), r.windowCurrentAtNs())).toList();
+        r.records(), r.progress(), r.events(), r.frames(), r.source(), r.windowCurrentAtNs(), r.stacks()))
+        .toList();
     JobEvidence streamed = new JobEvidence(folder.jobId(), folder.worldSize(), partial, folder.observedAtNs(),
         folder.stallThreshold(), folder.context());
 
@@ -120,13 +125,75 @@ class GlooDumpsTest {
     assertThat(live.culpritRanks()).as(live.headline()).isEqualTo(e.culprits());
   }
 
-  private static Diagnosis analyze(String scenario, String format) throws Exception {
-    return HangAnalyzer.analyze(evidence(scenario, format));
+  /**
+   * With the stacks each rank's worker server answered during the same run ({@code stacks/}, dump_traceback), each
+   * scenario keeps its right reading, and the pipeline's rank 0, blocked inside its send to rank 2, which its ring
+   * cannot show, is told from rank 2, which sleeps before its recv.
+   */
+  static Stream<Arguments> withStacks() {
+    return EXPECTED.stream().filter(e -> Files.isDirectory(DUMPS.resolve(e.scenario()).resolve("stacks")))
+        .map(e -> e.scenario().equals("pp_stall_rank2_w4") ? new Expected(e.scenario(), Verdict.HANG,
+            Symptom.CPU_STALL, List.of(2), "2#6 all_reduce", 0.7, 0.7, Evidence.Kind.PYTHON_STACK) : e)
+        .flatMap(e -> Stream.of(Arguments.of(e, "pickle"), Arguments.of(e, "json")));
   }
 
-  private static JobEvidence evidence(String scenario, String format) throws Exception {
-    EvidenceReader.Gathered g = EvidenceReader.builder().build()
-        .read(List.of(DUMPS.resolve(scenario).resolve(format)), ReadProgress.SILENT);
+  @ParameterizedTest(name = "{0} from {1} with stacks")
+  @MethodSource("withStacks")
+  void readsEachScenarioRightWithTheRanksStacks(Expected e, String format) throws Exception {
+    Diagnosis d = analyze(e.scenario(), format, "stacks");
+
+    assertThat(d.verdict()).as(d.headline()).isEqualTo(e.verdict());
+    assertThat(d.symptom()).as(d.headline()).isEqualTo(e.symptom());
+    assertThat(d.culpritRanks()).as(d.headline()).isEqualTo(e.culprits());
+    assertThat(d.collective().processGroup() + "#" + d.collective().seq() + " " + d.collective().op())
+        .isEqualTo(e.collective());
+    assertThat(d.confidence()).as(d.evidence().toString()).isBetween(e.minConfidence(), e.maxConfidence());
+    assertThat(d.evidence()).extracting(Evidence::kind).contains(e.mustSay())
+        .doesNotContain(Evidence.Kind.UNRECORDED_OPS);
+    if (e.symptom() == Symptom.CPU_STALL) {
+      // Every culprit's stack was read: each is quoted where it is stuck.
+      assertThat(d.culprits()).allSatisfy(c -> assertThat(c.stuckAt()).startsWith("sleep_forever (train.py:"));
+    }
+  }
+
+  @Test
+  void pipelineStacksTellTheSenderBlockedOnTheStalledReceiverFromTheStalledRank() throws Exception {
+    Diagnosis d = analyze("pp_stall_rank2_w4", "json", "stacks");
+
+    assertThat(d.evidence()).filteredOn(e -> e.kind() == Evidence.Kind.PYTHON_STACK).extracting(Evidence::detail)
+        .containsExactly("Rank 2 is at sleep_forever (train.py:106), outside torch.distributed (Python stack from "
+            + "dump_traceback_rank_2.txt): stuck there, not waiting for a peer",
+            "Rank 0 is inside send (distributed_c10d.py:2753): waiting for a peer, not the cause (Python stack "
+                + "from dump_traceback_rank_0.txt)");
+    assertThat(d.culprits().get(0).stuckAt()).isEqualTo("sleep_forever (train.py:106)");
+    assertThat(d.culprits().get(0).threads()).singleElement().satisfies(t -> {
+      assertThat(t.id()).isEqualTo("0x7f27775ebb80");
+      assertThat(t.main()).isTrue();
+      assertThat(t.frames()).hasSize(5);
+    });
+  }
+
+  @ParameterizedTest(name = "from {0}")
+  @ValueSource(strings = {"pickle", "json"})
+  void pySpyStacksGiveTheSameReadingAsFaulthandlers(String format) throws Exception {
+    Diagnosis d = analyze("stall_tp_rank1_w4", format, "pyspy");
+
+    assertThat(d.culpritRanks()).isEqualTo(List.of(1));
+    assertThat(d.culprits().get(0).stuckAt()).isEqualTo("sleep_forever (train.py:106)");
+    assertThat(d.culprits().get(0).threads()).extracting(t -> t.id() + " " + t.name() + " " + t.idle())
+        .containsExactly("19516 MainThread true");
+  }
+
+  private static Diagnosis analyze(String scenario, String format, String... beside) throws Exception {
+    return HangAnalyzer.analyze(evidence(scenario, format, beside));
+  }
+
+  private static JobEvidence evidence(String scenario, String format, String... beside) throws Exception {
+    List<Path> paths = new ArrayList<>(List.of(DUMPS.resolve(scenario).resolve(format)));
+    for (String b : beside) {
+      paths.add(DUMPS.resolve(scenario).resolve(b));
+    }
+    EvidenceReader.Gathered g = EvidenceReader.builder().build().read(paths, ReadProgress.SILENT);
     return g.evidence().orElseThrow();
   }
 }

@@ -383,6 +383,7 @@ public final class ReportHtml {
           .append(k.rank()).append("</b> on ").append(h(k.host()))
           .append(k.pid() > 0 ? " · pid " + k.pid() : "").append(k.cudaDevice() >= 0 ? " · cuda:" + k.cudaDevice() : "")
           .append(k.lastOp().isEmpty() ? "" : " · newest record <code>" + h(k.lastOp()) + "</code>").append("</p>");
+      CulpritStacks.html(b, k);
       if (!k.records().isEmpty()) {
         b.append("<details><summary>its records (").append(k.records().size())
             .append(")</summary><pre class=\"records\">");

@@ -16,6 +16,7 @@ import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.SerializerProvider;
 import com.fasterxml.jackson.databind.module.SimpleModule;
+import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
 import java.io.IOException;
@@ -94,9 +95,22 @@ public final class ReportJson {
     m.addDeserializer(Report.Trigger.class, fromText("trigger", Report.Trigger::fromWire));
     m.addSerializer(Instant.class, text(Instant::toString));
     m.addDeserializer(Instant.class, fromText("instant", ReportJson::instant));
+    m.setMixInAnnotation(Culprit.class, CulpritFields.class);
     m.addSerializer(Diagnosis.RankGroup.class, new RankGroupWriter());
     m.addDeserializer(Diagnosis.RankGroup.class, new RankGroupReader());
     return m;
+  }
+
+  /** A culprit's stack fields, added after v1's first reports: absent when empty, so older reports read the same. */
+  private abstract static class CulpritFields {
+    @JsonInclude(JsonInclude.Include.NON_EMPTY)
+    abstract String stuckAt();
+
+    @JsonInclude(JsonInclude.Include.NON_EMPTY)
+    abstract String stacksFrom();
+
+    @JsonInclude(JsonInclude.Include.NON_EMPTY)
+    abstract List<Culprit.PythonThread> threads();
   }
 
   private static Instant instant(String text) {

@@ -75,8 +75,17 @@ public final class ReportText {
         item(sb, md, "rank " + k.rank() + "  host " + k.host() + (k.pid() > 0 ? "  pid " + k.pid() : "")
             + (k.cudaDevice() >= 0 ? "  cuda:" + k.cudaDevice() : "")
             + (k.lastOp().isEmpty() ? "" : "  newest record: " + k.lastOp()));
+        if (!k.stuckAt().isEmpty()) {
+          sb.append(md ? "    - " : "      ").append(safe(md, CulpritStacks.stuckAt(k))).append('\n');
+        }
         for (String frame : k.stack()) {
           sb.append(md ? "    - " : "      at ").append(safe(md, frame)).append('\n');
+        }
+        for (Culprit.PythonThread t : k.threads()) {
+          sb.append(md ? "    - " : "      ").append(safe(md, CulpritStacks.title(t))).append('\n');
+          for (String frame : t.frames()) {
+            sb.append(md ? "        - " : "        at ").append(safe(md, frame)).append('\n');
+          }
         }
       }
     }

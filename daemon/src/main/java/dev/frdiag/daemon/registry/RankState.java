@@ -11,6 +11,7 @@ import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankStatus;
+import dev.frdiag.proto.v1.ThreadStacks;
 import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -400,8 +401,9 @@ final class RankState {
     Liveness seen = answered ? Liveness.ALIVE
         : reply != null ? Liveness.UNRESPONSIVE
         : silent ? Liveness.UNKNOWN : liveness;
+    // Where its Python threads were when it replied: the agent asks its worker server alongside the dump.
     return new RankEvidence(rank, identity, seen, answered, missing, groupsCopy(), records,
         snapshotProgress, new ArrayList<>(events), snapshotFrames, RankEvidence.Source.RECORDS,
-        windowCurrentAtNs);
+        windowCurrentAtNs, reply == null ? ThreadStacks.getDefaultInstance() : reply.getStacks());
   }
 }

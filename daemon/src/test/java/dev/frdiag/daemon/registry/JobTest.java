@@ -3,9 +3,14 @@ package dev.frdiag.daemon.registry;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.frdiag.analysis.Diagnosis;
+import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.Frame;
+import dev.frdiag.proto.v1.ThreadStack;
+import dev.frdiag.proto.v1.ThreadStacks;
 import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.RecordTemplate;
@@ -74,6 +79,26 @@ class JobTest {
     assertThat(job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     heartbeats(job, 5, 4, 31);
     assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+  }
+
+  @Test
+  void theStacksARankRepliesWithReachTheAnalysis() {
+    Job job = twoRanks();
+    ThreadStacks asleep = ThreadStacks.newBuilder().setSource("dump_traceback").addThreads(ThreadStack.newBuilder()
+        .setThreadId(0x7f27775ebb80L).addFrames(Frame.newBuilder().setName("sleep_forever").setFilename("train.py")
+            .setLine(106))).build();
+    // Rank 0 never issued #2, which rank 1 did; rank 0's main thread sleeps in its own code.
+    DumpReply stalled = DumpReply.newBuilder().setRequestId(1)
+        .addAllRecords(allReduces(2, i -> CollectiveState.COMPLETED)).setStacks(asleep).build();
+    DumpReply waiting = DumpReply.newBuilder().setRequestId(1)
+        .addAllRecords(allReduces(3, i -> i < 2 ? CollectiveState.COMPLETED : CollectiveState.SCHEDULED)).build();
+    Map<Integer, DumpReply> replies = Map.of(0, job.snapshot(0, stalled, true), 1, job.snapshot(1, waiting, true));
+
+    Diagnosis d = HangAnalyzer.analyze(job.evidence(replies, 0, STALL, "not asked"));
+
+    assertThat(d.culpritRanks()).containsExactly(0);
+    assertThat(d.culprits().get(0).stuckAt()).isEqualTo("sleep_forever (train.py:106)");
+    assertThat(d.culprits().get(0).stacksFrom()).isEqualTo("dump_traceback");
   }
 
   @Test
