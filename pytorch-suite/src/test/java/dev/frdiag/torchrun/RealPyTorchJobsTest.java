@@ -62,11 +62,14 @@ class RealPyTorchJobsTest {
   }
 
   /** fr-diagnose analyze -q --json on a folder, through the CLI's own entry point. */
-  static Analysis analyze(Path folder) throws IOException {
+  static Analysis analyze(Path... paths) throws IOException {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
-    int code = FrDiagnose.run(new String[] {"analyze", "-q", "--json", folder.toString()}, new PrintWriter(out),
-        new PrintWriter(err));
+    List<String> args = new ArrayList<>(List.of("analyze", "-q", "--json"));
+    for (Path p : paths) {
+      args.add(p.toString());
+    }
+    int code = FrDiagnose.run(args.toArray(String[]::new), new PrintWriter(out), new PrintWriter(err));
     return new Analysis(code, JSON.readTree(out.toString()), err.toString());
   }
 
@@ -173,6 +176,19 @@ class RealPyTorchJobsTest {
         Analysis a = analyze(folder);
         assertThat(a.summary()).as("%s", folder)
             .isEqualTo(scenario.verdict() + " " + scenario.symptom() + " " + new TreeSet<>(scenario.culprits()));
+      }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Scenario.class, mode = EnumSource.Mode.MATCH_ALL, names = ".*STALL.*|MISMATCH.*")
+    void withTheRanksStacksAnalyzeNamesWhereTheCulpritIsStuck(Scenario scenario) throws Exception {
+      ScenarioRuns.Run run = ScenarioRuns.of(scenario);
+      Analysis a = analyze(run.json(), run.stacks());
+      assertThat(a.summary()).as(a.err())
+          .isEqualTo(scenario.verdict() + " " + scenario.symptom() + " " + new TreeSet<>(scenario.culpritsByStacks()));
+      if (scenario.symptom().equals("CPU_STALL")) {
+        assertThat(a.report().path("culprits")).allSatisfy(c -> assertThat(c.path("stuck_at").asText())
+            .startsWith("sleep_forever (train.py:"));
       }
     }
   }

@@ -101,6 +101,14 @@ enum Scenario {
   }
 
   /** The right culprit ranks. */
+  /**
+   * The culprits once the ranks' Python stacks are read beside their dumps: those of the dumps, but for a rank the
+   * dumps cannot tell from the culprit that its stack shows inside torch.distributed (the pipeline's rank 0, in send).
+   */
+  Set<Integer> culpritsByStacks() {
+    return this == PIPELINE_STALL_RANK2 ? Set.of(2) : culprits;
+  }
+
   Set<Integer> culprits() {
     return culprits;
   }

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
@@ -23,6 +24,8 @@ final class ScenarioRuns {
    * ranks alone on 2 cores; room for a loaded machine.
    */
   static final Duration JOB_DEADLINE = Duration.ofMinutes(4);
+  /** How long one worker server may take to answer (measured: 1-50 ms). */
+  static final Duration ASK_DEADLINE = Duration.ofSeconds(30);
 
   private static final Logger log = LoggerFactory.getLogger(ScenarioRuns.class);
   private static final Map<Scenario, Object> RUNS = new EnumMap<>(Scenario.class);
@@ -30,7 +33,7 @@ final class ScenarioRuns {
   /**
    * What a scenario's job left.
    *
-   * @param dir the job's directory: json/, pickle/, train.log, pids/
+   * @param dir the job's directory: json/, pickle/, stacks/ (hung jobs), train.log, pids/
    * @param elapsed from torchrun's start to the last process of the job gone
    * @param exitCode torchrun's exit code when it ended by itself, else null (killed)
    * @param pids every process the job was seen with, all ended
@@ -42,6 +45,11 @@ final class ScenarioRuns {
 
     Path pickle() {
       return dir.resolve("pickle");
+    }
+
+    /** What each hung rank's worker server answered to dump_traceback; absent for jobs that ended by themselves. */
+    Path stacks() {
+      return dir.resolve("stacks");
     }
   }
 
@@ -57,7 +65,10 @@ final class ScenarioRuns {
     if (known == null) {
       try {
         known = run(TorchVenv.get(), scenario);
-      } catch (IOException | RuntimeException | AssertionError e) {
+      } catch (IOException | InterruptedException | RuntimeException | AssertionError e) {
+        if (e instanceof InterruptedException) {
+          Thread.currentThread().interrupt();
+        }
         if (e instanceof org.opentest4j.TestAbortedException aborted) {
           throw aborted;
         }
@@ -76,16 +87,32 @@ final class ScenarioRuns {
     return RUNS.values().stream().filter(Run.class::isInstance).map(Run.class::cast);
   }
 
-  private static Run run(TorchVenv venv, Scenario scenario) throws IOException {
+  private static Run run(TorchVenv venv, Scenario scenario) throws IOException, InterruptedException {
     Path dir = JOBS.resolve(scenario.dirName());
     Dirs.deleteRecursively(dir);
     Files.createDirectories(dir);
     long start = System.nanoTime();
     Integer exitCode;
     Set<Long> pids;
-    try (TorchrunJob job = TorchrunJob.start(venv, dir, scenario.ranks(), scenario.env(), null)) {
+    // A unix socket's path holds at most 107 bytes: the sockets get a short folder of their own.
+    Path sockets = Files.createTempDirectory("frdiag-ws");
+    try (TorchrunJob job = TorchrunJob.start(venv, dir, scenario.ranks(), scenario.env(),
+        sockets.resolve("worker_").toString())) {
       switch (scenario.ending()) {
-        case HANGS -> job.awaitDumps(scenario.dumpingRanks(), JOB_DEADLINE, true);
+        case HANGS -> {
+          job.awaitDumps(scenario.dumpingRanks(), JOB_DEADLINE, true);
+          // What each hung rank's worker server says of its Python threads, as fr-agent asks it during a hang.
+          Path stacks = Files.createDirectories(dir.resolve("stacks"));
+          for (int r : scenario.dumpingRanks()) {
+            Commands.Result asked = Commands.run(List.of(venv.bin("python").toString(),
+                TorchrunJob.SCRIPTS.resolve("ask_worker.py").toString(), sockets.resolve("worker_" + r + ".sock")
+                    .toString(), "dump_traceback", stacks.resolve("dump_traceback_rank_" + r + ".txt").toString()),
+                dir, Map.of(), dir.resolve("logs").resolve("ask_worker_" + r + ".log"), ASK_DEADLINE);
+            if (asked.exitCode() != 0) {
+              throw new IOException("rank " + r + "'s worker server gave no stacks: " + asked.output().strip());
+            }
+          }
+        }
         case FINISHES, DIES -> {
           job.awaitExit(JOB_DEADLINE);
           // A rank that outlives torchrun may still be writing its pickle.
@@ -94,6 +121,8 @@ final class ScenarioRuns {
       }
       exitCode = job.exitCode();
       pids = job.pids();
+    } finally {
+      Dirs.deleteRecursively(sockets);
     }
     Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
     log.info("real-PyTorch suite: {} ({} ranks) in {} s, {} processes, all ended", scenario.dirName(),
