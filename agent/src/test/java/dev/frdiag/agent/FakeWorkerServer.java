@@ -17,8 +17,8 @@ import java.util.Map;
 import java.util.function.Function;
 
 /**
- * PyTorch's worker server as torch 2.13 serves it on a Unix domain socket (measured: /work/torchlab/FINDINGS.md
- * §3): {@code GET /} a short page, {@code GET /handler/} the JSON list of handler names, {@code POST
+ * PyTorch's worker server as torch 2.13 serves it on a Unix domain socket (measured on real torch 2.13.0+cpu
+ * ranks, as the recordings in resources/torch-2.13-cpu say): {@code GET /} a short page, {@code GET /handler/} the JSON list of handler names, {@code POST
  * /handler/<name>} runs a handler, a GET on a handler is a bare 404, and an unknown handler answers 404 with
  * {@code Handler <name> not found: Failed to find handler <name>}. One request per connection, as the agent makes
  * them. Refuses to start over an existing socket file, as PyTorch does.
