@@ -33,6 +33,9 @@ final class Globs {
     Path start = base == null ? Path.of(".") : base;
     int depth = text.contains("**") ? Integer.MAX_VALUE
         : pattern.getNameCount() - (base == null ? 0 : base.getNameCount());
+    if (!Files.isDirectory(start)) {
+      throw new UnusableInputException(pattern + ": no file or folder matches (" + start + " is no folder)");
+    }
     PathMatcher matcher = pattern.getFileSystem().getPathMatcher("glob:" + text);
     List<Path> found;
     try (Stream<Path> walk = Files.walk(start, depth)) {

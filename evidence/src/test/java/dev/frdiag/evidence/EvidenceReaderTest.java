@@ -127,5 +127,9 @@ class EvidenceReaderTest {
     assertThatThrownBy(() -> EvidenceReader.builder().build().read(List.of(dir.resolve("node-z*")), new Told()))
         .isInstanceOf(UnusableInputException.class)
         .hasMessage(dir.resolve("node-z*") + ": no file or folder matches");
+    assertThatThrownBy(() -> EvidenceReader.builder().build().read(List.of(dir.resolve("gone").resolve("x*")),
+        new Told())).isInstanceOf(UnusableInputException.class)
+        .hasMessage(dir.resolve("gone").resolve("x*") + ": no file or folder matches (" + dir.resolve("gone")
+            + " is no folder)");
   }
 }
