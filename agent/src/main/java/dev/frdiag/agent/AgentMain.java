@@ -93,8 +93,10 @@ public final class AgentMain implements Callable<Integer> {
   @Option(names = "--worker-socket", paramLabel = "PATTERN",
       description = "The job's TORCH_WORKER_SERVER_SOCKET with {rank} for the global rank, such as "
           + "/tmp/torch_worker_{rank}.sock: each rank's PyTorch worker server (2.4+, training script under "
-          + "torch.distributed.elastic.control_plane.worker_main) is asked for its active Flight Recorder entries "
-          + "every --progress-interval, so the daemon's stall timeout applies to the job (default: none).")
+          + "torch.distributed.elastic.control_plane.worker_main) is asked which handlers it has, then for its "
+          + "Flight Recorder (fr_trace_json, dump_nccl_trace_json) every --progress-interval, so the daemon's stall "
+          + "timeout applies to the job, and for its ring and Python stacks when the daemon investigates (default: "
+          + "none).")
   String workerSocket;
 
   @Option(names = "--progress-interval", paramLabel = "DURATION", defaultValue = "5s",
