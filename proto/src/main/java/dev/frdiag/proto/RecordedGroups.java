@@ -16,7 +16,7 @@ import java.util.TreeSet;
  */
 public final class RecordedGroups {
   /** The desc PyTorch gives the group {@code init_process_group} makes over every rank. */
-  public static final String DEFAULT_PG = "default_pg";
+  private static final String DEFAULT_PG = "default_pg";
 
   private RecordedGroups() {}
 

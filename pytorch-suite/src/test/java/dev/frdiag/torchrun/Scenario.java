@@ -31,7 +31,7 @@ enum Scenario {
    * (DIAGNOSIS.md §11: both are named, at 0.5, and the report says their stacks would tell).
    */
   PIPELINE_STALL_RANK2(4, Ending.HANGS, Map.of("MODE", "pipeline", "FAULT_KIND", "pp_stall", "FAULT_RANK", "2"),
-      "HANG", "CPU_STALL", Set.of(0, 2)),
+      "HANG", "CPU_STALL", Set.of(0, 2), Set.of(2)),
   /** Rank 1 SIGKILLs itself before its dp all_reduce; its peers fail and torchrun ends the job: rank 1 never dumps. */
   KILLED_RANK1(4, Ending.DIES, fault("kill", "1", "dp"), "HANG", "DEAD_RANK", Set.of(1));
 
@@ -51,10 +51,17 @@ enum Scenario {
   private final String verdict;
   private final String symptom;
   private final Set<Integer> culprits;
+  private final Set<Integer> culpritsByStacks;
 
   Scenario(int ranks, Ending ending, Map<String, String> env, String verdict, String symptom,
       Set<Integer> culprits) {
+    this(ranks, ending, env, verdict, symptom, culprits, culprits);
+  }
+
+  Scenario(int ranks, Ending ending, Map<String, String> env, String verdict, String symptom,
+      Set<Integer> culprits, Set<Integer> culpritsByStacks) {
     this.ranks = ranks;
+    this.culpritsByStacks = culpritsByStacks;
     this.ending = ending;
     this.env = env;
     this.verdict = verdict;
@@ -100,15 +107,15 @@ enum Scenario {
     return symptom;
   }
 
-  /** The right culprit ranks. */
   /**
-   * The culprits once the ranks' Python stacks are read beside their dumps: those of the dumps, but for a rank the
-   * dumps cannot tell from the culprit that its stack shows inside torch.distributed (the pipeline's rank 0, in send).
+   * The culprits once the ranks' Python stacks are read beside their dumps: the pipeline's rank 0, which its dump
+   * cannot tell from the stalled rank, is inside send by its stack.
    */
   Set<Integer> culpritsByStacks() {
-    return this == PIPELINE_STALL_RANK2 ? Set.of(2) : culprits;
+    return culpritsByStacks;
   }
 
+  /** The culprit ranks the dumps alone can name. */
   Set<Integer> culprits() {
     return culprits;
   }
