@@ -1,11 +1,12 @@
 package dev.frdiag.torchrun;
 
+import dev.frdiag.agent.controlplane.UnixHttpClient;
+import dev.frdiag.agent.controlplane.WorkerServer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
@@ -24,8 +25,6 @@ final class ScenarioRuns {
    * ranks alone on 2 cores; room for a loaded machine.
    */
   static final Duration JOB_DEADLINE = Duration.ofMinutes(4);
-  /** How long one worker server may take to answer (measured: 1-50 ms). */
-  static final Duration ASK_DEADLINE = Duration.ofSeconds(30);
 
   private static final Logger log = LoggerFactory.getLogger(ScenarioRuns.class);
   private static final Map<Scenario, Object> RUNS = new EnumMap<>(Scenario.class);
@@ -65,10 +64,7 @@ final class ScenarioRuns {
     if (known == null) {
       try {
         known = run(TorchVenv.get(), scenario);
-      } catch (IOException | InterruptedException | RuntimeException | AssertionError e) {
-        if (e instanceof InterruptedException) {
-          Thread.currentThread().interrupt();
-        }
+      } catch (IOException | RuntimeException | AssertionError e) {
         if (e instanceof org.opentest4j.TestAbortedException aborted) {
           throw aborted;
         }
@@ -87,7 +83,7 @@ final class ScenarioRuns {
     return RUNS.values().stream().filter(Run.class::isInstance).map(Run.class::cast);
   }
 
-  private static Run run(TorchVenv venv, Scenario scenario) throws IOException, InterruptedException {
+  private static Run run(TorchVenv venv, Scenario scenario) throws IOException {
     Path dir = JOBS.resolve(scenario.dirName());
     Dirs.deleteRecursively(dir);
     Files.createDirectories(dir);
@@ -103,14 +99,10 @@ final class ScenarioRuns {
           job.awaitDumps(scenario.dumpingRanks(), JOB_DEADLINE, true);
           // What each hung rank's worker server says of its Python threads, as fr-agent asks it during a hang.
           Path stacks = Files.createDirectories(dir.resolve("stacks"));
+          WorkerServer server = new WorkerServer(UnixHttpClient.withDefaults());
           for (int r : scenario.dumpingRanks()) {
-            Commands.Result asked = Commands.run(List.of(venv.bin("python").toString(),
-                TorchrunJob.SCRIPTS.resolve("ask_worker.py").toString(), sockets.resolve("worker_" + r + ".sock")
-                    .toString(), "dump_traceback", stacks.resolve("dump_traceback_rank_" + r + ".txt").toString()),
-                dir, Map.of(), dir.resolve("logs").resolve("ask_worker_" + r + ".log"), ASK_DEADLINE);
-            if (asked.exitCode() != 0) {
-              throw new IOException("rank " + r + "'s worker server gave no stacks: " + asked.output().strip());
-            }
+            Files.writeString(stacks.resolve("dump_traceback_rank_" + r + ".txt"),
+                server.stacks(sockets.resolve("worker_" + r + ".sock"), WorkerServer.TRACEBACK));
           }
         }
         case FINISHES, DIES -> {
