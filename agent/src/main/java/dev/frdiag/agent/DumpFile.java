@@ -135,8 +135,8 @@ final class DumpFile {
   }
 
   /**
-   * The dump without what the daemon would reject (a group this rank is not in or with members beyond the
-   * world size, a record without op or creation time), so one odd dump cannot get the stream refused on every
+   * The dump without what the daemon would reject (a group with no name, one this rank is not in or with members
+   * beyond the world size, a record without op or creation time), so one odd dump cannot get the stream refused on every
    * reconnect.
    */
   static FlightRecorderDump usable(int rank, int worldSize, FlightRecorderDump dump,
@@ -145,7 +145,11 @@ final class DumpFile {
     Set<String> names = new HashSet<>();
     for (ProcessGroup g : dump.processGroups()) {
       boolean inWorld = g.getRanksList().stream().allMatch(m -> m >= 0 && m < worldSize);
-      if (inWorld && g.getRanksList().contains(rank)) {
+      if (g.getName().isEmpty()) {
+        // The daemon refuses a stream that announces one (no name matches a group across ranks): seen once on a
+        // live gloo job, as the whole stream refused and the rank taken for dead.
+        log.warn("rank {}: a process group with no name in {} left out, with its records", rank, dump.file());
+      } else if (inWorld && g.getRanksList().contains(rank)) {
         groups.add(g);
         names.add(g.getName());
       } else {
