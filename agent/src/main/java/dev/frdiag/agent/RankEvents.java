@@ -57,6 +57,9 @@ final class RankEvents {
       case WATCHDOG_STUCK -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_STUCK)
           .setProcessGroup(w.pgName()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
           .setLastCompletedSeq(-1));
+      case MISMATCH_REPORTED -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.COLLECTIVE_MISMATCH)
+          .setProcessGroup(w.pgName()).setSeq(-1).setOp(OpTypes.profilingName(w.opType())).setMessage(w.text())
+          .setLastEnqueuedSeq(-1).setLastCompletedSeq(-1));
       case CUDA_ERROR -> queue(RankEvent.newBuilder().setKind(RankEvent.Kind.CUDA_ERROR)
           .setProcessGroup(w.pgName()).setSeq(-1).setMessage(w.text()).setLastEnqueuedSeq(-1)
           .setLastCompletedSeq(-1));

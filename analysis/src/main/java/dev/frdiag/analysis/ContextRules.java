@@ -193,8 +193,14 @@ final class ContextRules {
     extra.addAll(quote(Evidence.Kind.PEER_PATH_ERROR, f.peerPath, job));
     extra.addAll(quote(Evidence.Kind.RAS_CONSISTENT, f.consistent, job));
     extra.addAll(quote(Evidence.Kind.CONGESTION, f.of(ContextFinding.Kind.CONGESTION), job));
+    extra.addAll(quote(Evidence.Kind.NOTE, f.of(ContextFinding.Kind.COLLECTIVE_FAILED), job));
     extra.addAll(quote(Evidence.Kind.NOTE, f.of(ContextFinding.Kind.NOTE), job));
-    if (!f.faults()) {
+    // Only a node's NCCL log or counters can show it without failure: a training log's notes, steps or tracebacks
+    // say nothing of NCCL's warnings.
+    boolean ncclRead = job.context().stream().anyMatch(n -> n.getNicsCount() > 0 || n.getFindingsList().stream()
+        .anyMatch(x -> x.getKind() != ContextFinding.Kind.PROGRESS
+            && x.getKind() != ContextFinding.Kind.COLLECTIVE_FAILED));
+    if (!f.faults() && ncclRead) {
       List<String> hosts = job.context().stream().map(NodeContext::getHostname).filter(h -> !h.isEmpty())
           .distinct().sorted().toList();
       extra.add(0, new Evidence(Evidence.Kind.NO_FAILURE_LOGGED, List.of(), "The NCCL logs" + (hosts.isEmpty() ? ""
@@ -210,8 +216,17 @@ final class ContextRules {
   private static Diagnosis noSignOfHang(Diagnosis d, JobEvidence job, NodeFindings f, List<Evidence> extra) {
     if (f.faults() || !job.ranks().isEmpty() || d.verdict() != Verdict.INSUFFICIENT_EVIDENCE
         || !job.context().stream().allMatch(n -> n.getFindingsList().stream()
-            .anyMatch(x -> x.getKind() == ContextFinding.Kind.HEALTHY_SETUP))) {
+            .anyMatch(x -> x.getKind() == ContextFinding.Kind.HEALTHY_SETUP
+                || x.getKind() == ContextFinding.Kind.PROGRESS))) {
       return null;
+    }
+    List<ContextFinding> completed = job.context().stream().flatMap(n -> n.getFindingsList().stream())
+        .filter(x -> x.getKind() == ContextFinding.Kind.PROGRESS).toList();
+    if (!completed.isEmpty()) {
+      // Collectives that ran to the end with checked results, or steps advancing, are progress seen, not only
+      // trouble unseen.
+      return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.5, "No hang: work went on ("
+          + completed.get(0).getDetail() + ") and no line reports trouble.", extra, "Nothing to do.");
     }
     return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.4, "No sign of a hang: NCCL set "
         + "its communicators up and no line of the logs reports trouble; no rank's watchdog line or Flight "

@@ -74,11 +74,15 @@ final class NodeFindings {
     return byKind.getOrDefault(kind, List.of());
   }
 
-  /** True when some finding is a fault, not a note, quiet or congested counters, a healthy setup or RAS agreeing. */
+  /**
+   * True when some finding is a fault, not a note, quiet or congested counters, a healthy setup, RAS agreeing or
+   * collectives completing.
+   */
   boolean faults() {
     return byKind.keySet().stream().anyMatch(k -> k != ContextFinding.Kind.NOTE
         && k != ContextFinding.Kind.QUIET && k != ContextFinding.Kind.CONGESTION
-        && k != ContextFinding.Kind.HEALTHY_SETUP && k != ContextFinding.Kind.RAS_CONSISTENT);
+        && k != ContextFinding.Kind.HEALTHY_SETUP && k != ContextFinding.Kind.RAS_CONSISTENT
+        && k != ContextFinding.Kind.PROGRESS);
   }
 
   /**

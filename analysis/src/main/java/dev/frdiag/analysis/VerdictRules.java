@@ -183,6 +183,19 @@ final class VerdictRules {
       // Where the job stands comes first; what a rank said about itself then says why.
       evidence.addAll(wording.describe(first));
     }
+    List<Integer> checkerMismatch = reported(RankEvent.Kind.COLLECTIVE_MISMATCH);
+    if (!checkerMismatch.isEmpty()) {
+      // PyTorch's collective checker compared the ranks' fingerprints and found them different: a program
+      // mismatch by its own check. Every rank whose fingerprint differs raises, so the ranks that said so are
+      // the ones that saw it, not necessarily the ones that diverged: no culprit.
+      evidence.addAll(jobEvidence);
+      evidence.add(0, new Evidence(Evidence.Kind.SIGNATURE_MISMATCH, checkerMismatch, capitalize(who(checkerMismatch))
+          + " reported that PyTorch's collective checker found " + (checkerMismatch.size() == 1 ? "its" : "their")
+          + " collective different from a peer's (op, shape or dtype)"));
+      return diagnosis(Verdict.HANG, Symptom.MISMATCH, List.of(), first, 0.6, evidence,
+          "PyTorch's collective checker found ranks running different collectives: a program mismatch.",
+          recommendation(Symptom.MISMATCH));
+    }
     if (lost.isEmpty() && !cudaErrors.isEmpty()) {
       // The rank's own process reported its device failing and no operation's members name another cause; peers
       // that time out wait on it. Read from a log line or an event, not from the rank's records: short of certain.

@@ -68,8 +68,9 @@ public final class AnalyzeCommand implements Callable<Integer> {
       return ExitCode.USAGE;
     }
     if (gathered.evidence().isEmpty()) {
-      err.println("fr-diagnose: nothing to analyse: no readable Flight Recorder dump and no watchdog line in "
-          + paths);
+      err.println("fr-diagnose: nothing to analyse in " + paths + ": no readable Flight Recorder dump, and no line "
+          + "that PyTorch, NCCL, nccl-tests, a launcher or the kernel prints (each file's note above says what it "
+          + "holds)");
       return ExitCode.INSUFFICIENT_EVIDENCE;
     }
     JobEvidence input = gathered.evidence().get();

@@ -104,8 +104,8 @@ class AnalyzeLogsTest {
     Files.write(junk, bytes);
     Result r = analyze(junk);
     assertThat(r.code()).isEqualTo(ExitCode.INSUFFICIENT_EVIDENCE);
-    assertThat(r.err()).contains(junk + ": not a Flight Recorder dump, NCCL log, training log or stack dump; skipped")
-        .contains("nothing to analyse");
+    assertThat(r.err()).contains(junk + ": not a Flight Recorder dump, stack dump or log this reader knows; skipped")
+        .contains("looked for PyTorch watchdog").contains("found text starting").contains("nothing to analyse");
     assertThat(analyze(dir.resolve("missing")).code()).isEqualTo(ExitCode.USAGE);
   }
 

@@ -216,7 +216,8 @@ public final class EvidenceReader {
           log(file);
         }
         case STACK_DUMP -> stackDump(file);
-        case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, NCCL log, training log or stack dump; skipped");
+        case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, stack dump or log this reader knows; skipped ("
+            + LOOKED_FOR + "; " + found(file) + ")");
       }
     }
 
@@ -256,7 +257,7 @@ public final class EvidenceReader {
       List<NodeContext> nodes = NodeLogs.read(job, file);
       nodes.forEach(evidence::add);
       if (lines.isEmpty() && !nccl && nodes.isEmpty()) {
-        notes.add(file + ": no PyTorch watchdog line and no NCCL line");
+        notes.add(file + ": no line this reader knows (" + LOOKED_FOR + "; " + found(file) + ")");
       }
     }
 
@@ -309,6 +310,25 @@ public final class EvidenceReader {
       } catch (DumpFormatException e) {
         return DumpFileResult.of(f.path(), f.rank(), e);
       }
+    }
+  }
+
+  /** What a log is searched for, as a person reading a "nothing found" note needs to hear it. */
+  static final String LOOKED_FOR = "looked for PyTorch watchdog, collective-checker and c10d error lines, NCCL and "
+      + "RAS lines, nccl-tests output, launcher, kernel and Horovod lines, training steps";
+
+  /** What {@code file} holds instead: its size in lines and its first non-blank line, cut short. */
+  static String found(Path file) {
+    try (Stream<String> lines = Files.lines(file, java.nio.charset.StandardCharsets.ISO_8859_1)) {
+      long[] count = {0};
+      String first = lines.peek(l -> count[0]++).filter(l -> !l.isBlank()).findFirst().orElse("");
+      if (first.isEmpty()) {
+        return "found no text";
+      }
+      String shown = first.strip().length() > 80 ? first.strip().substring(0, 80) + "…" : first.strip();
+      return "found text starting \"" + shown.replaceAll("\\p{Cntrl}", "?") + "\"";
+    } catch (IOException | java.io.UncheckedIOException e) {
+      return "could not read it: " + e.getMessage();
     }
   }
 

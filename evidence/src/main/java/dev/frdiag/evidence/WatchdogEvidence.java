@@ -89,7 +89,8 @@ final class WatchdogEvidence {
       }
       for (WatchdogLine l : ls) {
         String group = groupOf.get(l);
-        if (l.seq() <= 0 || isP2p(l.opType())) {
+        // Timeouts print seq -1 when their PyTorch had none; the checker's own count starts at 0.
+        if (l.seq() < 0 || l.seq() == 0 && l.kind() != WatchdogLine.Kind.RUNNING || isP2p(l.opType())) {
           continue;
         }
         if (l.kind() == WatchdogLine.Kind.TIMEOUT) {
@@ -238,6 +239,7 @@ final class WatchdogEvidence {
       case TIMEOUT, PG_STATUS, DUMP_SIGNAL -> RankEvent.Kind.WATCHDOG_TIMEOUT;
       case WATCHDOG_STUCK -> RankEvent.Kind.WATCHDOG_STUCK;
       case CUDA_ERROR -> RankEvent.Kind.CUDA_ERROR;
+      case MISMATCH_REPORTED -> RankEvent.Kind.COLLECTIVE_MISMATCH;
       case RUNNING -> throw new IllegalStateException("a RUNNING line is a record, not an event");
     };
     return RankEvent.newBuilder().setKind(kind).setProcessGroup(group).setSeq(l.seq())

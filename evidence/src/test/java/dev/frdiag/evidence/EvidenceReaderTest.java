@@ -100,7 +100,8 @@ class EvidenceReaderTest {
 
     assertThat(g.evidence()).isEmpty();
     assertThat(told.said).containsExactly("files 1", "step", "done",
-        "note: " + notes + ": not a Flight Recorder dump, NCCL log, training log or stack dump; skipped");
+        "note: " + notes + ": not a Flight Recorder dump, stack dump or log this reader knows; skipped ("
+            + EvidenceReader.LOOKED_FOR + "; found text starting \"lunch at noon\")");
   }
 
   @Test

@@ -24,13 +24,27 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Runs {@code fr-diagnose analyze} on every excerpt of the real-world hang corpus ({@code corpus/}, real logs from
  * public issue threads, each labelled with what its thread established) and scores the reports: verdict,
- * symptom, and culprits where the thread names them. The table goes to stdout and to
- * {@code target/corpus-accuracy.md}; the test fails when fewer cases than {@link #FLOOR} come out right, so the
- * score can only go up.
+ * symptom, and culprits where the thread names them. Excerpts marked {@code # split: held-out} were kept out of
+ * the writing of the rules: their score, printed apart and per class only (the files stay unread), is what a new
+ * user's logs can expect. The tables go to stdout and to {@code target/corpus-accuracy.md}, with the aims
+ * ({@link #WHOLE_TARGET}, {@link #HELD_OUT_TARGET}); the test fails when fewer cases come out right than today
+ * ({@link #WHOLE_FLOOR}, {@link #HELD_OUT_FLOOR}), or on any confident wrong answer.
  */
 class HangCorpusTest {
-  /** Cases whose verdict, symptom and established culprits all come out right today; raise it as rules improve. */
-  static final int FLOOR = 49;
+  /** The share of the whole corpus to come out right (verdict, symptom and established culprits): the aim. */
+  static final double WHOLE_TARGET = 0.95;
+  /** The share of the held-out split to come out right: the aim. */
+  static final double HELD_OUT_TARGET = 0.90;
+  /** Cases of the whole corpus that come out right today; the score can only go up. Raise it as rules improve. */
+  static final int WHOLE_FLOOR = 115;
+  /** Held-out cases that come out right today; raise it only when a change made for training cases lifts it. */
+  static final int HELD_OUT_FLOOR = 20;
+  /**
+   * A wrong answer at this confidence or above is a confident wrong answer, which no excerpt may get: from logs
+   * alone the analysis says what it cannot tell rather than guess.
+   */
+  static final double CONFIDENT = 0.6;
+  static final String HELD_OUT = "held-out";
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -51,12 +65,17 @@ class HangCorpusTest {
     }
   }
 
-  /** One corpus case and what its thread established. */
-  record Case(String id, String kind, String verdict, String symptom, List<Integer> ranks, List<String> hosts,
-      String excerpt) {}
+  /** One corpus case, its split ("train" or {@value #HELD_OUT}) and what its thread established. */
+  record Case(String id, String kind, String split, String verdict, String symptom, List<Integer> ranks,
+      List<String> hosts, String excerpt) {
+    boolean heldOut() {
+      return split.equals(HELD_OUT);
+    }
+  }
 
-  /** What the report said, and whether each part matches. */
-  record Outcome(Case c, String verdict, String symptom, List<Integer> ranks, List<String> hosts) {
+  /** What the report said, how sure it was, and whether each part matches. */
+  record Outcome(Case c, String verdict, String symptom, List<Integer> ranks, List<String> hosts,
+      double confidence) {
     boolean verdictRight() {
       return verdict.equals(c.verdict());
     }
@@ -74,6 +93,10 @@ class HangCorpusTest {
     boolean right() {
       return verdictRight() && symptomRight() && culpritsRight();
     }
+
+    boolean confidentlyWrong() {
+      return !right() && confidence >= CONFIDENT;
+    }
   }
 
   @Test
@@ -88,18 +111,41 @@ class HangCorpusTest {
       if (!report.has("verdict")) {
         // No report at all is scored as a wrong answer, with what analyze said instead.
         String said = r.err().lines().findFirst().orElse("");
-        outcomes.add(new Outcome(c, "no report (exit " + r.code() + ": " + said + ")", "", List.of(), List.of()));
+        outcomes.add(new Outcome(c, "no report (exit " + r.code() + ": " + said + ")", "", List.of(), List.of(),
+            0));
         continue;
       }
       outcomes.add(new Outcome(c, report.get("verdict").asText(), report.get("symptom").asText(),
-          ints(report.get("culprit_ranks")), strings(report.get("culprit_hosts"))));
+          ints(report.get("culprit_ranks")), strings(report.get("culprit_hosts")),
+          report.get("confidence").asDouble()));
     }
-    String table = table(outcomes);
-    System.out.println(table);
+    List<Outcome> heldOut = outcomes.stream().filter(o -> o.c().heldOut()).toList();
+    String tables = String.format(java.util.Locale.ROOT, "Whole corpus: %d of %d right (%.0f %%; aim %.0f %%)%n%n",
+        right(outcomes), outcomes.size(), 100 * share(outcomes), 100 * WHOLE_TARGET) + table(outcomes, true)
+        + String.format(java.util.Locale.ROOT, "%nHeld-out split, kept out of rule-writing: %d of %d right (%.0f %%; "
+        + "aim %.0f %%), misses not listed%n%n", right(heldOut), heldOut.size(), 100 * share(heldOut),
+        100 * HELD_OUT_TARGET) + table(heldOut, false);
+    System.out.println(tables);
     Files.createDirectories(Path.of("target"));
-    Files.writeString(Path.of("target", "corpus-accuracy.md"), table);
-    long right = outcomes.stream().filter(Outcome::right).count();
-    assertThat(right).as(table).isGreaterThanOrEqualTo(FLOOR);
+    Files.writeString(Path.of("target", "corpus-accuracy.md"), tables);
+    assertThat(outcomes.stream().filter(Outcome::confidentlyWrong).map(o -> name(o.c())).toList()).as("confident wrong answers (confidence >= " + CONFIDENT + ")\n" + tables)
+        .isEmpty();
+    assertThat(heldOut).as("held-out cases").hasSizeGreaterThanOrEqualTo(outcomes.size() / 5);
+    assertThat(right(outcomes)).as(tables).isGreaterThanOrEqualTo(WHOLE_FLOOR);
+    assertThat(right(heldOut)).as(tables).isGreaterThanOrEqualTo(HELD_OUT_FLOOR);
+  }
+
+  private static long right(List<Outcome> outcomes) {
+    return outcomes.stream().filter(Outcome::right).count();
+  }
+
+  /** A case's id, except for a held-out case, whose name would say what it holds. */
+  private static String name(Case c) {
+    return c.heldOut() ? "a held-out case" : c.id();
+  }
+
+  private static double share(List<Outcome> outcomes) {
+    return outcomes.isEmpty() ? 0 : (double) outcomes.stream().filter(Outcome::right).count() / outcomes.size();
   }
 
   @Test
@@ -113,18 +159,19 @@ class HangCorpusTest {
       }
       if (c.excerpt().contains("Watchdog caught collective operation timeout")
           && report.get("verdict").asText().equals("NO_HANG")) {
-        violations.add(c.id() + ": NO_HANG although a watchdog timeout is logged");
+        violations.add(name(c) + ": NO_HANG although a watchdog timeout is logged");
       }
       // Every corpus case is logs alone: no dump, no live ring.
       if (report.get("confidence").asDouble() >= 0.9) {
-        violations.add(c.id() + ": confidence " + report.get("confidence").asDouble() + " from logs alone ("
+        violations.add(name(c) + ": confidence " + report.get("confidence").asDouble() + " from logs alone ("
             + report.get("symptom").asText() + ")");
       }
     }
     assertThat(violations).isEmpty();
   }
 
-  static String table(List<Outcome> outcomes) {
+  /** Per class and in all; {@code misses} lists the cases that came out wrong (never for the held-out split). */
+  static String table(List<Outcome> outcomes, boolean misses) {
     Map<String, List<Outcome>> byClass = outcomes.stream()
         .collect(Collectors.groupingBy(o -> o.c().kind(), TreeMap::new, Collectors.toList()));
     StringBuilder sb = new StringBuilder("| class | cases | verdict | symptom | culprits | all right |\n"
@@ -132,7 +179,9 @@ class HangCorpusTest {
     byClass.forEach((k, list) -> sb.append(row(k, list)));
     sb.append(row("**all**", outcomes)).append('\n');
     for (Outcome o : outcomes) {
-      if (!o.right()) {
+      if (!o.right() && o.c().heldOut()) {
+        sb.append("- a held-out case: ").append(o.confidentlyWrong() ? "confidently wrong" : "wrong").append('\n');
+      } else if (!o.right() && misses) {
         sb.append("- ").append(o.c().id()).append(": expected ").append(o.c().verdict()).append(' ')
             .append(o.c().symptom()).append(o.c().ranks().isEmpty() ? "" : " " + o.c().ranks())
             .append(", got ").append(o.verdict()).append(' ').append(o.symptom())
@@ -187,7 +236,8 @@ class HangCorpusTest {
         throw new IllegalStateException(f + ": header has no '" + key + "'");
       }
     }
-    return new Case(id, header.get("class"), header.get("expect.verdict"), header.get("expect.symptom"),
+    return new Case(id, header.get("class"), header.getOrDefault("split", "train"), header.get("expect.verdict"),
+        header.get("expect.symptom"),
         split(header.getOrDefault("expect.culprit_ranks", "")).stream().map(Integer::valueOf).toList(),
         split(header.getOrDefault("expect.culprit_hosts", "")), text.substring(end + "\n# ---\n".length()));
   }

@@ -78,7 +78,8 @@ final class Incident {
   static Report.Trigger triggerOf(RankEvent.Kind kind) {
     return switch (kind) {
       case WATCHDOG_TIMEOUT -> Report.Trigger.WATCHDOG_TIMEOUT;
-      case COMM_ERROR -> Report.Trigger.COMM_ERROR;
+      // The checker's verdict is about the collectives the ranks issued: an error of the communication.
+      case COMM_ERROR, COLLECTIVE_MISMATCH -> Report.Trigger.COMM_ERROR;
       case CUDA_ERROR -> Report.Trigger.CUDA_ERROR;
       case WATCHDOG_STUCK -> Report.Trigger.WATCHDOG_STUCK;
       case KIND_UNSPECIFIED, UNRECOGNIZED -> throw new IllegalArgumentException("rank event of kind " + kind);

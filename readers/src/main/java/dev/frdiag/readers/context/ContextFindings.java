@@ -18,6 +18,10 @@ import dev.frdiag.readers.nccl.NcclNic;
 import dev.frdiag.readers.nccl.NcclRank;
 import dev.frdiag.readers.nccl.NcclTopology;
 import dev.frdiag.readers.nccl.OpCountProgress;
+import dev.frdiag.readers.nccltests.NcclTestsRun;
+import dev.frdiag.readers.horovod.StallInspectorReader;
+import dev.frdiag.readers.progress.StepProgress;
+import dev.frdiag.readers.pytorch.CollectiveError;
 import dev.frdiag.readers.ras.RasReport;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
@@ -323,6 +327,78 @@ public final class ContextFindings {
         out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.GPU_FAULT).setRank(-1).setDevice(-1)
             .setGpuBusId(g.busId()).setPid(pid).setDetail(detail).setSource(g.source()).build());
       }
+    }
+    return out;
+  }
+
+  /**
+   * What torch.distributed raised outside the watchdog's lines. gloo's "connection closed by peer" is a dead peer,
+   * as NCCL's socket errors are; an exception raised from a collective, or a gloo timeout, says the job failed in
+   * communication without saying why.
+   */
+  public static List<ContextFinding> fromCollectiveErrors(List<CollectiveError> errors) {
+    List<ContextFinding> out = new ArrayList<>();
+    for (CollectiveError e : errors) {
+      ContextFinding.Builder f = ContextFinding.newBuilder().setRank(e.rank()).setDevice(-1).setSource(e.source());
+      switch (e.kind()) {
+        case PEER_CLOSED -> f.setKind(ContextFinding.Kind.DEAD_PEER).setPeer(e.peer())
+            .setDetail("gloo: connection closed by the peer at " + e.peer() + ": \"" + e.message() + "\"");
+        case TIMED_OUT -> f.setKind(ContextFinding.Kind.COLLECTIVE_FAILED).setDetail("a gloo collective timed out: \""
+            + e.message() + "\"");
+        case RAISED -> f.setKind(ContextFinding.Kind.COLLECTIVE_FAILED).setDetail((e.rank() >= 0 ? "rank " + e.rank() + ": " : "")
+            + (e.call().isEmpty() ? "torch.distributed raised" : e.call() + " raised") + ": \"" + e.message()
+            + "\"");
+      }
+      out.add(f.build());
+    }
+    return out;
+  }
+
+  /**
+   * Ranks Horovod's stall inspector lists as missing from ops their peers submitted: behind their peers in issuing
+   * collectives, as RAS's launch counts show for NCCL.
+   */
+  public static List<ContextFinding> fromHorovodStalls(List<StallInspectorReader.MissingRank> missing) {
+    List<ContextFinding> out = new ArrayList<>();
+    for (StallInspectorReader.MissingRank m : missing) {
+      out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.LAUNCH_LAG).setRank(m.rank()).setDevice(-1)
+          .setDetail("Horovod's stall inspector: rank " + m.rank() + " never submitted an op its peers did: \""
+              + m.text() + "\"").setSource(m.source()).build());
+    }
+    return out;
+  }
+
+  /** Training steps that kept advancing: progress seen. */
+  public static List<ContextFinding> fromSteps(java.util.Optional<StepProgress> steps) {
+    return steps.map(p -> List.of(ContextFinding.newBuilder().setKind(ContextFinding.Kind.PROGRESS).setRank(-1)
+        .setDevice(-1).setDetail("training steps advanced from " + p.first() + " to " + p.last() + " (" + p.lines()
+            + " lines)").setSource(p.lastSource()).build())).orElse(List.of());
+  }
+
+  /**
+   * What nccl-tests runs say: a run that went through every size with every value right is collectives completing
+   * (progress); one that stopped part-way, or found wrong values, is quoted for what it shows.
+   */
+  public static List<ContextFinding> fromNcclTests(List<NcclTestsRun> runs) {
+    List<ContextFinding> out = new ArrayList<>();
+    for (NcclTestsRun r : runs) {
+      String where = (r.devices() > 0 ? " on " + r.devices() + " rank" + (r.devices() == 1 ? "" : "s") : "")
+          + (r.hosts().isEmpty() ? "" : " (" + String.join(", ", r.hosts()) + ")");
+      ContextFinding.Builder f = ContextFinding.newBuilder().setRank(-1).setDevice(-1)
+          .setHost(r.hosts().size() == 1 ? r.hosts().get(0) : "").setSource(r.source());
+      if (r.completedCleanly()) {
+        f.setKind(ContextFinding.Kind.PROGRESS).setDetail(String.format(java.util.Locale.ROOT,
+            "nccl-tests ran all %d sizes%s to the end, every value right (average bus bandwidth %.1f GB/s)",
+            r.sizes(), where, r.avgBusBandwidth()));
+      } else if (r.wrong() > 0 || r.finished() && !r.outOfBoundsOk()) {
+        f.setKind(ContextFinding.Kind.NOTE).setDetail("nccl-tests" + where + " found wrong values in "
+            + Math.max(r.wrong(), 1) + " result" + (r.wrong() == 1 ? "" : "s") + ": data corrupted on the way");
+      } else {
+        f.setKind(ContextFinding.Kind.NOTE).setDetail("nccl-tests" + where + " stopped "
+            + (r.sizes() == 0 ? "before its first result" : "after " + r.sizes() + " sizes (last " + r.lastSize()
+            + " bytes)") + ": the next size never finished in this log");
+      }
+      out.add(f.build());
     }
     return out;
   }

@@ -6,6 +6,10 @@ import dev.frdiag.readers.exit.ProcessExitReader;
 import dev.frdiag.readers.gpu.NvidiaSmiReader;
 import dev.frdiag.readers.kernel.XidLine;
 import dev.frdiag.readers.kernel.XidReader;
+import dev.frdiag.readers.nccltests.NcclTestsReader;
+import dev.frdiag.readers.horovod.StallInspectorReader;
+import dev.frdiag.readers.progress.StepProgressReader;
+import dev.frdiag.readers.pytorch.CollectiveErrorReader;
 import dev.frdiag.readers.ras.RasReportReader;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -53,6 +57,10 @@ public final class NodeLogs {
     ProcessExitReader exits = new ProcessExitReader();
     RasReportReader ras = new RasReportReader();
     NvidiaSmiReader smi = new NvidiaSmiReader();
+    NcclTestsReader ncclTests = new NcclTestsReader();
+    CollectiveErrorReader collectiveErrors = new CollectiveErrorReader();
+    StepProgressReader steps = new StepProgressReader();
+    StallInspectorReader horovod = new StallInspectorReader();
     int number = 0;
     for (String line = in.readLine(); line != null; line = in.readLine()) {
       String source = name + ":" + ++number;
@@ -65,11 +73,19 @@ public final class NodeLogs {
       exits.accept(text, source);
       ras.accept(text, source);
       smi.accept(text, source);
+      ncclTests.accept(text, source);
+      collectiveErrors.accept(text, source);
+      steps.accept(text, source);
+      horovod.accept(text, source);
     }
     List<ContextFinding> findings = new ArrayList<>(ContextFindings.fromXids(xids));
     findings.addAll(ContextFindings.fromExits(exits.exits()));
     findings.addAll(ContextFindings.fromRas(ras.finish()));
     findings.addAll(ContextFindings.fromGpuHealth(smi.finish()));
+    findings.addAll(ContextFindings.fromNcclTests(ncclTests.finish()));
+    findings.addAll(ContextFindings.fromCollectiveErrors(collectiveErrors.finish()));
+    findings.addAll(ContextFindings.fromSteps(steps.finish()));
+    findings.addAll(ContextFindings.fromHorovodStalls(horovod.finish()));
     return ContextFindings.nodes(jobId, findings);
   }
 }

@@ -39,6 +39,7 @@ final class LinePrefix {
   private final String[] hostCache = new String[16];
   private int hostCacheNext;
   private final Map<String, String> hosts = new HashMap<>();
+  private final Map<String, Integer> anonymisedPids = new HashMap<>();
 
   private long lineNumber;
   private String line;
@@ -234,32 +235,36 @@ final class LinePrefix {
     return hostPidTid(s, open - 1);
   }
 
-  /** Reads {@code host:pid:tid} ending just before {@code end}, then the optional timestamp before it. */
+  /**
+   * Reads {@code host:pid:tid} ending just before {@code end}, then the optional timestamp before it. People who
+   * post logs often replace the pid and tid with letters ({@code node1:XXXX:YYYY}); such a line is still NCCL's,
+   * its process told apart from others by the letters ({@link #anonymised}).
+   */
   private boolean hostPidTid(String s, int end) {
     int i = end - 1;
-    while (i >= 0 && isDigit(s.charAt(i))) {
+    while (i >= 0 && isIdChar(s.charAt(i))) {
       i--;
     }
     if (i < 0 || i == end - 1 || end - i > 11 || s.charAt(i) != ':') {
       return false;
     }
-    long t = digits(s, i + 1, end);
+    long t = allDigits(s, i + 1, end) ? digits(s, i + 1, end) : -1;
     int pidEnd = i;
     i--;
-    while (i >= 0 && isDigit(s.charAt(i))) {
+    while (i >= 0 && isIdChar(s.charAt(i))) {
       i--;
     }
     if (i < 0 || i == pidEnd - 1 || pidEnd - i > 11 || s.charAt(i) != ':') {
       return false;
     }
-    long p = digits(s, i + 1, pidEnd);
+    long p = allDigits(s, i + 1, pidEnd) ? digits(s, i + 1, pidEnd) : anonymised(s, i + 1, pidEnd);
     int hostEnd = i;
     i--;
     while (i >= 0 && isHostChar(s.charAt(i))) {
       i--;
     }
     int hostStart = i + 1;
-    if (hostStart == hostEnd || t > Integer.MAX_VALUE || p > Integer.MAX_VALUE) {
+    if (hostStart == hostEnd || t > Integer.MAX_VALUE || p > Integer.MAX_VALUE || p < Integer.MIN_VALUE) {
       return false;
     }
     tid = (int) t;
@@ -305,6 +310,28 @@ final class LinePrefix {
     } catch (DateTimeException e) {
       return null;
     }
+  }
+
+  /** A digit or a letter: what a pid or tid is printed as, or replaced with. */
+  private static boolean isIdChar(char c) {
+    return isDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  }
+
+  /**
+   * A stand-in pid for one that was replaced with letters: below -1 (which means "none"), the same for the same
+   * letters, so processes anonymised differently stay apart and those anonymised alike are taken as one.
+   */
+  private long anonymised(String s, int from, int to) {
+    String letters = s.substring(from, to);
+    Integer known = anonymisedPids.get(letters);
+    if (known == null) {
+      // Bounded like the hosts: past the bound, further anonymised processes share one stand-in.
+      known = Math.min(anonymisedPids.size(), maxHosts);
+      if (known < maxHosts) {
+        anonymisedPids.put(letters, known);
+      }
+    }
+    return -2 - known;
   }
 
   private String internHost(String s, int from, int to) {

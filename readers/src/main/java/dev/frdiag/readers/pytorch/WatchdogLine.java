@@ -49,7 +49,13 @@ public record WatchdogLine(Kind kind, int globalRank, int groupRank, String pgNa
      * The checker also prints one line per rank as it enters each collective's check: "[Rank 2] Running
      * collective: CollectiveFingerPrint(SequenceNumber=1276, …)".
      */
-    RUNNING
+    RUNNING,
+    /**
+     * The collective checker says this rank's collective differs from a peer's without showing the peer's:
+     * "Detected mismatch between collectives on ranks. Rank 1 is running inconsistent collective:
+     * CollectiveFingerPrint(OpType=…)" (PyTorch 1.10). A program mismatch by PyTorch's own check.
+     */
+    MISMATCH_REPORTED
   }
 
   /** The rank this line is about: the global rank when printed, else the group rank. */

@@ -21,13 +21,20 @@ import java.util.regex.Pattern;
 public final class WatchdogLogReader {
   /** Lines longer than this are cut before matching: a glued progress bar must not cost a regex pass per MB. */
   static final int MAX_LINE = 8192;
+  /** Lines a wrapped checker message is read across, at most: one per rank's fingerprint and its parts. */
+  static final int MAX_JOINED = 12;
 
   private static final Pattern GLOBAL_RANK = Pattern.compile("\\[rank(\\d+)\\]:");
   private static final Pattern GROUP = Pattern.compile(
       "\\[(?:PG ID \\d+ PG GUID ([^\\s(\\]]+)(?:\\(([^)]*)\\))?|PG (?!ID )([^\\s(\\]]+)(?: \\(([^)]*)\\))?) Rank (\\d+)\\]");
   private static final Pattern PLAIN_GROUP_RANK = Pattern.compile("\\[Rank (\\d+)\\]");
-  private static final Pattern WORK = Pattern.compile("WorkNCCL\\(SeqNum=(\\d+), OpType=(\\w+)"
-      + "(?:, NumelIn=(\\d+), NumelOut=(\\d+))?(?:, Timeout\\(ms\\)=(\\d+))?");
+  /**
+   * The work a timeout names, in every form PyTorch printed: {@code WorkNCCL(OpType=…, TensorShape=[…],
+   * Timeout(ms)=…)} (1.8-1.9, no sequence number), {@code WorkNCCL(SeqNum=…, OpType=…, Timeout(ms)=…)} (1.10-2.1)
+   * and {@code WorkNCCL(SeqNum=…, OpType=…, NumelIn=…, NumelOut=…, Timeout(ms)=…)} (2.2 on).
+   */
+  private static final Pattern WORK = Pattern.compile("WorkNCCL\\((?:SeqNum=(\\d+), )?OpType=(\\w+)"
+      + "(?:, TensorShape=\\[([0-9, ]*)\\])?(?:, NumelIn=(\\d+), NumelOut=(\\d+))?(?:, Timeout\\(ms\\)=(\\d+))?");
   private static final Pattern STATUS_NEW = Pattern.compile("failure detected by watchdog at work sequence id: "
       + "(\\d+) PG status: last enqueued work: (-?\\d+), last completed work: (-?\\d+)");
   private static final Pattern STATUS_OLD = Pattern.compile("(?:detected by watchdog at work|Timeout at NCCL work)"
@@ -37,8 +44,16 @@ public final class WatchdogLogReader {
   private static final Pattern DUMP_PROGRESS = Pattern.compile(
       "Last enqueued NCCL work: (-?\\d+), last completed NCCL work: (-?\\d+)");
   private static final Pattern STUCK = Pattern.compile("watchdog got stuck for (\\d+) seconds");
-  private static final Pattern FINGERPRINT = Pattern.compile("Rank (\\d{1,9}) is running collective: "
-      + "CollectiveFingerPrint\\(SequenceNumber=(\\d{1,18}), OpType=(\\w+)(?:, TensorShape=\\[([0-9, ]*)\\])?");
+  /**
+   * One rank's collective in a checker mismatch line, in every form PyTorch printed: 1.10's "Rank 1 is running
+   * inconsistent collective: CollectiveFingerPrint(OpType=…)" (the printing rank's own only), 1.11-1.12's "Rank 0
+   * is running collective: CollectiveFingerPrint(OpType=…, TensorShape=…), but Rank 1 is running collective:
+   * REDUCE" (the second by its op alone), and the sequence-numbered form of 1.13 on, whose comma before OpType
+   * some builds leave out.
+   */
+  private static final Pattern FINGERPRINT = Pattern.compile("Rank (\\d{1,9}) is running (inconsistent )?"
+      + "collective: ?(?:CollectiveFingerPrint\\((?:SequenceNumber=(\\d{1,18}),? ?)?OpType=(\\w+)"
+      + "(?:, TensorShape=\\[([0-9, ]*)\\])?|([A-Z][A-Z_]{2,40})\\b)");
   /** ProcessGroupWrapper's own line as it enters the check of a collective (TORCH_DISTRIBUTED_DEBUG=DETAIL). */
   private static final Pattern CHECKER_RUNNING = Pattern.compile("Running collective: CollectiveFingerPrint\\("
       + "SequenceNumber=(\\d{1,18}), OpType=(\\w+)(?:, TensorShape=\\[([0-9, ]*)\\])?");
@@ -77,19 +92,30 @@ public final class WatchdogLogReader {
       number++;
       String text = cut(line);
       if (text.contains("Detected mismatch between collectives")) {
-        out.addAll(fingerprints(text, name + ":" + number));
+        int first = number;
+        for (int joined = 0; next != null && joined < MAX_JOINED && mismatchContinues(text); joined++) {
+          text = cut(text + (text.endsWith(" ") ? "" : " ") + next.strip());
+          next = lines.readLine();
+          number++;
+        }
+        out.addAll(fingerprints(text, name + ":" + first));
         continue;
       }
       WatchdogLine parsed = text.contains("Running collective: CollectiveFingerPrint")
-          ? checkerRunning(text, name + ":" + number) : parse(text, name + ":" + number);
+          ? checkerRunning(text, name + ":" + number) : parse(text, name + ":" + number, false);
       if (parsed == null && next != null && text.contains("ProcessGroupNCCL") && !next.startsWith("[")) {
         // A line pasted from a terminal is often hard-wrapped, even inside a word ("ProcessGroupNCCL'" / "s
-        // watchdog got stuck"): a PyTorch line that says nothing alone is read again with the next one.
-        parsed = parse(cut(line + next), name + ":" + number);
+        // watchdog got stuck", "NumelIn=112, Numel" / "Out=112"): a PyTorch line that says nothing alone, or
+        // whose work is cut short, is read again with the next one.
+        parsed = parse(cut(line + next), name + ":" + number, false);
         if (parsed != null) {
           next = lines.readLine();
           number++;
         }
+      }
+      if (parsed == null && !text.contains("Running collective: CollectiveFingerPrint")) {
+        // Cut short and not continued: what it does say is still read.
+        parsed = parse(text, name + ":" + number, true);
       }
       if (parsed != null) {
         out.add(parsed);
@@ -103,8 +129,16 @@ public final class WatchdogLogReader {
   }
 
 
-  /** The watchdog line {@code text} is, or null when it is not one. */
+  /** The watchdog line {@code text} is, or null when it is not one; a work cut short is read for what it says. */
   public static WatchdogLine parse(String text, String source) {
+    return parse(text, source, true);
+  }
+
+  /**
+   * The watchdog line {@code text} is, or null when it is not one; also null, unless {@code cutShort} is allowed,
+   * when its {@code WorkNCCL(…)} does not close (the line was wrapped).
+   */
+  private static WatchdogLine parse(String text, String source, boolean cutShort) {
     // Cheap rejections first: most lines of a training log are not from the watchdog.
     boolean work = text.contains("WorkNCCL(");
     boolean status = text.contains("watchdog at work") || text.contains("Timeout at NCCL work");
@@ -134,13 +168,15 @@ public final class WatchdogLogReader {
           Long.parseLong(m.group(1)), "", -1, -1, -1, Long.parseLong(m.group(2)), Long.parseLong(m.group(3)), -1,
           -1, source, text);
     }
-    if (work && text.contains("Watchdog caught collective operation timeout") && (m = WORK.matcher(text)).find()) {
-      long timeoutMs = longOr(m.group(5));
+    if (work && text.contains("Watchdog caught collective operation timeout") && (m = WORK.matcher(text)).find()
+        && (cutShort || text.startsWith(")", m.end()))) {
+      long timeoutMs = longOr(m.group(6));
       Matcher ran = RAN_FOR.matcher(text);
       long late = timeoutMs >= 0 && ran.find() ? Long.parseLong(ran.group(1)) - timeoutMs : -1;
+      long numelIn = m.group(4) != null ? longOr(m.group(4)) : numel(m.group(3));
       return new WatchdogLine(WatchdogLine.Kind.TIMEOUT, globalRank, groupRank, pgName, pgDesc,
-          Long.parseLong(m.group(1)), m.group(2), longOr(m.group(3)), longOr(m.group(4)), timeoutMs, -1,
-          -1, -1, late >= LATE_MS ? late / 1000 : -1, source, text);
+          m.group(1) == null ? -1 : Long.parseLong(m.group(1)), m.group(2), numelIn, longOr(m.group(5)), timeoutMs,
+          -1, -1, -1, late >= LATE_MS ? late / 1000 : -1, source, text);
     }
     if (dump && (m = DUMP.matcher(text)).find()) {
       int from = m.group(2) == null ? -1 : Integer.parseInt(m.group(2));
@@ -166,15 +202,40 @@ public final class WatchdogLogReader {
     return null;
   }
 
-  /** Each rank's collective a collective-checker mismatch line names, as a RUNNING line about that rank. */
+  /**
+   * Each rank's collective a collective-checker mismatch line names, as a RUNNING line about that rank. The ranks
+   * a line names were checked at one collective, so where the line prints no sequence number they share seq 0 of
+   * an unnamed group. A line naming one rank only (1.10's "inconsistent collective") is a MISMATCH_REPORTED line:
+   * the checker saw a difference it does not show.
+   */
   static List<WatchdogLine> fingerprints(String text, String source) {
     List<WatchdogLine> out = new ArrayList<>();
     Matcher m = FINGERPRINT.matcher(text);
+    int globalRank = intGroup(GLOBAL_RANK.matcher(text), 1);
     while (m.find()) {
-      out.add(new WatchdogLine(WatchdogLine.Kind.RUNNING, -1, Integer.parseInt(m.group(1)), "", "",
-          Long.parseLong(m.group(2)), m.group(3), numel(m.group(4)), -1, -1, -1, -1, -1, -1, source, text));
+      int rank = Integer.parseInt(m.group(1));
+      long seq = m.group(3) == null ? 0 : Long.parseLong(m.group(3));
+      String op = m.group(4) != null ? m.group(4) : m.group(6);
+      boolean alone = m.group(2) != null;
+      out.add(new WatchdogLine(alone ? WatchdogLine.Kind.MISMATCH_REPORTED : WatchdogLine.Kind.RUNNING,
+          alone ? globalRank : -1, rank, "", "", seq, op, numel(m.group(5)), -1, -1, -1, -1, -1, -1, source, text));
     }
     return out;
+  }
+
+  /**
+   * Whether a checker mismatch message goes on past {@code text}: PyTorch breaks it over lines in some versions
+   * ("Rank 0 is running collective:" / "CollectiveFingerPrint(…),"), and terminals wrap it; it is whole when its
+   * parentheses close after the last rank's collective.
+   */
+  private static boolean mismatchContinues(String text) {
+    int open = 0;
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      open += c == '(' ? 1 : c == ')' ? -1 : 0;
+    }
+    String end = text.stripTrailing();
+    return open > 0 || end.endsWith("collective:") || end.endsWith(",") || end.endsWith("but");
   }
 
   /** The collective checker's line about the rank that prints it, or null when it names no rank. */

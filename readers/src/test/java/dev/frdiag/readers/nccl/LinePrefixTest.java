@@ -179,4 +179,25 @@ class LinePrefixTest {
     assertThat(prefix.next(longLine, false)).isTrue();
     assertThat(prefix.quote()).isEqualTo(longLine.substring(0, LinePrefix.MAX_QUOTE));
   }
+
+  /**
+   * People replace pids with letters before posting; the line is still NCCL's, and differently anonymised processes
+   * stay apart. (The WARN of NVIDIA/nccl#1814 with its pid and tid replaced as such posts show them.)
+   */
+  @Test
+  void readsLinesWhosePidAndTidWereReplacedWithLetters() {
+    String a = "[2025-07-01 10:00:00] hostname-test:XXXX:YYYY [3] transport/net_ib.cc:2451 NCCL WARN NET/IB: Got "
+        + "completion from peer 10.0.0.2<35621> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca mlx5_3";
+    assertThat(prefix.next(a, false)).isTrue();
+    assertThat(prefix.host()).isEqualTo("hostname-test");
+    assertThat(prefix.level()).isEqualTo(Level.WARN);
+    assertThat(prefix.timestamp()).isNotNull();
+    int first = prefix.pid();
+    assertThat(first).isLessThan(-1);
+
+    assertThat(prefix.next(a.replace("XXXX:YYYY", "ZZZZ:YYYY"), false)).isTrue();
+    assertThat(prefix.pid()).isLessThan(-1).isNotEqualTo(first);
+    assertThat(prefix.next(a, false)).isTrue();
+    assertThat(prefix.pid()).isEqualTo(first);
+  }
 }

@@ -201,4 +201,64 @@ class WatchdogLogReaderTest {
     assertThat(OpTypes.profilingName("ALLTOALL_BASE")).isEqualTo("all_to_all");
     assertThat(OpTypes.profilingName("SOMETHING_NEW")).isEqualTo("something_new");
   }
+
+  /** PyTorch 1.8-1.9 printed no sequence number (open-mmlab/mmpretrain#1837, as posted). */
+  @Test
+  void readsTimeoutsOfPyTorchBeforeSequenceNumbers() throws Exception {
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader("  what():  [Rank 3] Watchdog caught collective "
+        + "operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1801530 milliseconds before "
+        + "timing out."), "train.log");
+    assertThat(lines).singleElement().satisfies(l -> {
+      assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.TIMEOUT);
+      assertThat(l.rank()).isEqualTo(3);
+      assertThat(l.seq()).isEqualTo(-1);
+      assertThat(l.opType()).isEqualTo("ALLREDUCE");
+      assertThat(l.timeoutMs()).isEqualTo(1800000);
+    });
+  }
+
+  /** A line hard-wrapped inside its work (huggingface/open-r1#620, as posted) is read with its continuation. */
+  @Test
+  void aTimeoutWrappedInsideItsWorkIsReadWhole() throws Exception {
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader(String.join("\n",
+        "` ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, "
+            + "OpType=BROADCAST, NumelIn=112, Numel",
+        "Out=112, Timeout(ms)=1800000) ran for 1800010 milliseconds before timing out.")), "train.log");
+    assertThat(lines).singleElement().satisfies(l -> {
+      assertThat(l.seq()).isEqualTo(4);
+      assertThat(l.numelIn()).isEqualTo(112);
+      assertThat(l.numelOut()).isEqualTo(112);
+    });
+  }
+
+  /** PyTorch 1.10's checker names only the printing rank (speechbrain/speechbrain#1166, as posted). */
+  @Test
+  void theCheckersInconsistentCollectiveLineIsAMismatchReport() throws Exception {
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader("RuntimeError: Detected mismatch between "
+        + "collectives on ranks. Rank 0 is running inconsistent collective: CollectiveFingerPrint(OpType=BROADCAST, "
+        + "TensorShape=[4], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, "
+        + "layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), "
+        + "memory_format=(nullopt))"), "train.log");
+    assertThat(lines).singleElement().satisfies(l -> {
+      assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.MISMATCH_REPORTED);
+      assertThat(l.rank()).isZero();
+      assertThat(l.opType()).isEqualTo("BROADCAST");
+      assertThat(l.numelIn()).isEqualTo(4);
+    });
+  }
+
+  /**
+   * PyTorch 1.11-1.12 broke the message over lines and named the second rank's collective by its op alone
+   * (pytorch/pytorch#79901, the message as its description quotes it).
+   */
+  @Test
+  void aMismatchMessageBrokenOverLinesNamesEachRanksCollective() throws Exception {
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader(String.join("\n",
+        "Detected mismatch between collectives on ranks. Rank 0 is running collective:",
+        "CollectiveFingerPrint(OpType=ALLREDUCE, …), but Rank 1 is running collective: REDUCE.")), "train.log");
+    assertThat(lines).extracting(WatchdogLine::kind).containsOnly(WatchdogLine.Kind.RUNNING);
+    assertThat(lines).extracting(WatchdogLine::rank).containsExactly(0, 1);
+    assertThat(lines).extracting(WatchdogLine::opType).containsExactly("ALLREDUCE", "REDUCE");
+    assertThat(lines).extracting(WatchdogLine::seq).containsOnly(0L);
+  }
 }

@@ -1,0 +1,35 @@
+package dev.frdiag.readers.pytorch;
+
+import java.util.Objects;
+
+/**
+ * A failure of torch.distributed that a process printed outside the watchdog's lines: a Python exception raised
+ * from a collective or process-group call, or gloo's own transport error.
+ *
+ * @param kind what the line reports
+ * @param rank the global rank the line's {@code [rankN]:} prefix names; -1 when none
+ * @param call the torch.distributed function the traceback ended in ({@code all_reduce}, {@code barrier}); empty
+ *     when no traceback frame was read
+ * @param message the exception or error as printed, cut to {@link CollectiveErrorReader#MAX_MESSAGE} characters
+ * @param peer for a gloo connection closed by its peer: the peer's address; empty otherwise
+ * @param source file name and line number, e.g. "train.log:812"
+ */
+public record CollectiveError(Kind kind, int rank, String call, String message, String peer, String source) {
+  /** What a collective error line reports. */
+  public enum Kind {
+    /** A Python exception raised in (or naming) a collective or process-group call. */
+    RAISED,
+    /** gloo: "Connection closed by peer [addr]:port": the process at the other end went away. */
+    PEER_CLOSED,
+    /** gloo: "Timed out waiting Nms for recv operation to complete": a collective that did not finish in time. */
+    TIMED_OUT
+  }
+
+  public CollectiveError {
+    Objects.requireNonNull(kind, "kind");
+    Objects.requireNonNull(call, "call");
+    Objects.requireNonNull(message, "message");
+    Objects.requireNonNull(peer, "peer");
+    Objects.requireNonNull(source, "source");
+  }
+}
