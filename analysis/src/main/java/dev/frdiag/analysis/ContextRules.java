@@ -79,9 +79,15 @@ final class ContextRules {
     }
     List<Integer> ranks = ranksOf(gpu, job);
     List<String> hosts = hosts(gpu);
-    String who = ranks.isEmpty() ? "A GPU on " + String.join(", ", hosts)
-        : Wording.capitalize(Wording.who(ranks)) + " (" + String.join(", ", hosts) + ")";
-    return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, 0.95,
+    if (ranks.isEmpty() && hosts.isEmpty() && s == Symptom.GPU_STALL && !d.culpritRanks().isEmpty()) {
+      // A failure that names no one adds nothing to a GPU verdict that already names its rank.
+      return null;
+    }
+    String who = ranks.isEmpty() ? (hosts.isEmpty() ? "A GPU of the job" : "A GPU on " + String.join(", ", hosts))
+        : Wording.capitalize(Wording.who(ranks)) + (hosts.isEmpty() ? "" : " (" + String.join(", ", hosts) + ")");
+    // A failure that names neither rank nor host says a GPU failed, not which: the cause, without its culprit.
+    double sure = ranks.isEmpty() && hosts.isEmpty() ? 0.5 : 0.95;
+    return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, sure,
         who + " hit a CUDA failure (" + brief(gpu.get(0)) + "): GPU fault; network errors its peers log are "
             + "consequences.", quote(Evidence.Kind.GPU_FAULT, gpu, job), Wording.recommendation(Symptom.GPU_STALL));
   }
@@ -116,8 +122,10 @@ final class ContextRules {
     List<String> hosts = hosts(nic);
     List<Integer> ranks = ranksOf(nic, job);
     return rewrite(d, Verdict.HANG, Symptom.NODE_NETWORK, ranks, hosts, 0.85, "The network path of "
-        + String.join(", ", hosts) + " failed locally (" + brief(nic.get(0)) + "): NIC, GPUDirect RDMA or PCIe "
-        + "on that host, not the fabric.", quote(Evidence.Kind.LOCAL_NIC_FAULT, nic, job),
+        + (hosts.isEmpty() ? "a host of the job" : String.join(", ", hosts)) + " failed locally ("
+        + brief(nic.get(0)) + "): " + (nic.get(0).getDetail().contains("shared-memory")
+            ? "NCCL's shared memory" : "NIC, GPUDirect RDMA or PCIe") + " on that host, not the fabric.",
+        quote(Evidence.Kind.LOCAL_NIC_FAULT, nic, job),
         Wording.recommendation(Symptom.NODE_NETWORK));
   }
 

@@ -328,9 +328,24 @@ final class VerdictRules {
    * outstanding on the group they reported: last enqueued = last completed, no incomplete record.
    */
   private List<Integer> idleWhenSignalled() {
-    return index.ranks.values().stream().filter(r -> r.oldestIncomplete == null && r.evidence.events().stream()
-        .anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT && e.getLastEnqueuedSeq() > 0
-            && e.getLastEnqueuedSeq() == e.getLastCompletedSeq())).map(RankIndex::rank).sorted().toList();
+    List<Integer> idle = index.ranks.values().stream().filter(r -> r.oldestIncomplete == null && r.evidence.events()
+        .stream().anyMatch(VerdictRules::idleAtSignal)).map(RankIndex::rank).sorted().toList();
+    List<Integer> timedOut = index.ranks.values().stream().filter(r -> r.evidence.events().stream()
+        .anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT && e.getOwnTimeout())).map(RankIndex::rank)
+        .toList();
+    if (timedOut.stream().anyMatch(idle::contains)) {
+      // A rank whose own collective timed out is inside it; idle on the group its dump signal counts (PG 0's
+      // heartbeat monitor prints it whatever group timed out), it says the stuck collective is on another group,
+      // where nobody's counters here are: no rank's idleness points at a culprit.
+      return List.of();
+    }
+    return idle;
+  }
+
+  /** A dump signal or status line read while the rank had nothing outstanding on the group it counts. */
+  private static boolean idleAtSignal(RankEvent e) {
+    return e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT && e.getLastEnqueuedSeq() > 0
+        && e.getLastEnqueuedSeq() == e.getLastCompletedSeq();
   }
 
   /** Ranks that reported an event of {@code kind}, sorted. */

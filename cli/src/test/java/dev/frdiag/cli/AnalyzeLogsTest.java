@@ -192,4 +192,55 @@ class AnalyzeLogsTest {
     }
     return text.toString();
   }
+
+  /**
+   * The rank that signalled its own timeout is idle on PG 0, whose counters the dump signal prints: the timed-out
+   * collective is on another group, so rank 0's idleness there names no culprit (vllm-project/vllm-omni#2928).
+   */
+  @Test
+  void anIdleRankThatSignalledItsOwnTimeoutPointsAtAnotherGroupNotAtItsPeers(@TempDir Path dir) throws Exception {
+    Path log = Files.writeString(dir.resolve("serve.log"), String.join("\n",
+        "[rank1]:[E418 01:32:50.907313453 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG GUID 0(default_pg) Rank 1] Received "
+            + "a dump signal due to a collective timeout from this local rank and we will try our best to dump the "
+            + "debug info. Last enqueued NCCL work: 233659, last completed NCCL work: 233659.",
+        "[rank0]:[E418 01:32:50.907342463 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received "
+            + "a dump signal due to a collective timeout from  rank 1 and we will try our best to dump the debug "
+            + "info. Last enqueued NCCL work: 233659, last completed NCCL work: 233659."));
+    Result r = analyze(log);
+    assertThat(r.report().get("verdict").asText()).isEqualTo("INSUFFICIENT_EVIDENCE");
+    assertThat(texts(r.report().get("culprit_ranks"))).isEmpty();
+  }
+
+  /**
+   * NCCL's shared-memory transport failing on one host, quoted after "Last error:" behind the launcher's rank tag
+   * (hiyouga/LLaMA-Factory#7233, as posted), is a fault of that host.
+   */
+  @Test
+  void aSharedMemorySegmentNcclCouldNotCreateIsAFaultOfItsHost(@TempDir Path dir) throws Exception {
+    Path log = Files.writeString(dir.resolve("train.log"), String.join("\n",
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+            + "NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        "[rank1]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device "
+            + "error. ",
+        "[rank1]: Last error:",
+        "[rank1]: Error while creating shared memory segment /dev/shm/nccl-LeXlEJ (size 9637888)"));
+    Result r = analyze(log);
+    assertThat(r.report().get("symptom").asText()).isEqualTo("NODE_NETWORK");
+    assertThat(r.report().get("headline").asText()).contains("shared memory");
+  }
+
+  /**
+   * A log of PyTorch's distributed start-up lines only (pytorch/pytorch#88000, as posted) is known and says nothing
+   * of a collective: a report saying so, not "nothing to analyse".
+   */
+  @Test
+  void aLogOfDistributedStartUpLinesOnlyIsReadNotNothing(@TempDir Path dir) throws Exception {
+    Path log = Files.writeString(dir.resolve("run.log"), String.join("\n",
+        "WARNING: Logging before InitGoogleLogging() is written to STDERR",
+        "I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] [Rank 0] NCCL watchdog thread started!"));
+    Result r = analyze(log);
+    assertThat(r.report().get("verdict").asText()).isEqualTo("INSUFFICIENT_EVIDENCE");
+    assertThat(r.report().toString()).contains("of PyTorch's distributed layer or its launcher")
+        .contains("run.log:2");
+  }
 }

@@ -1,6 +1,7 @@
 package dev.frdiag.evidence;
 
 import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.ContextFindings;
 import dev.frdiag.readers.context.NodeLogs;
@@ -10,6 +11,7 @@ import dev.frdiag.readers.nccl.NotAnNcclLogException;
 import dev.frdiag.readers.pytorch.DumpFileResult;
 import dev.frdiag.readers.pytorch.DumpFolder;
 import dev.frdiag.readers.pytorch.DumpFormatException;
+import dev.frdiag.readers.pytorch.DistributedLines;
 import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.readers.pytorch.NotAStackDumpException;
 import dev.frdiag.readers.pytorch.StackDumpReader;
@@ -226,8 +228,10 @@ public final class EvidenceReader {
       String name = String.valueOf(file.getFileName());
       OptionalInt rank = StackDumpReader.rankFromFileName(name);
       if (rank.isEmpty()) {
-        progress.problem("skipping " + file + ": a stack dump whose rank its name does not tell (name it "
-            + "<anything>_<rank>, e.g. dump_traceback_rank_2.txt)");
+        progress.problem("skipping " + file + " as a stack dump: its name does not tell whose it is (name it "
+            + "<anything>_<rank>, e.g. dump_traceback_rank_2.txt); reading it as a log");
+        logFiles++;
+        log(file);
         return;
       }
       try {
@@ -257,7 +261,15 @@ public final class EvidenceReader {
       List<NodeContext> nodes = NodeLogs.read(job, file);
       nodes.forEach(evidence::add);
       if (lines.isEmpty() && !nccl && nodes.isEmpty()) {
-        notes.add(file + ": no line this reader knows (" + LOOKED_FOR + "; " + found(file) + ")");
+        Optional<String> known = DistributedLines.first(file);
+        if (known.isPresent()) {
+          // Lines it knows that say nothing of a collective: a report that says so, not "nothing to analyse".
+          evidence.add(NodeContext.newBuilder().setJobId(job).addFindings(ContextFinding.newBuilder()
+              .setKind(ContextFinding.Kind.NOTE).setRank(-1).setDevice(-1).setDetail(known.get())
+              .setSource(String.valueOf(file.getFileName()))).build());
+        } else {
+          notes.add(file + ": no line this reader knows (" + LOOKED_FOR + "; " + found(file) + ")");
+        }
       }
     }
 

@@ -1,5 +1,7 @@
 package dev.frdiag.evidence;
 
+import dev.frdiag.readers.pytorch.CollectiveErrorReader;
+import dev.frdiag.readers.pytorch.DistributedLines;
 import dev.frdiag.readers.pytorch.StackDumpReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -74,17 +76,19 @@ enum InputKind {
     // and what launchers print about a process of the job that died.
     boolean watchdog = text.contains("ProcessGroupNCCL") || text.contains("WorkNCCL(")
         || text.contains("Detected mismatch between collectives") || text.contains("CollectiveFingerPrint(")
-        || text.contains("CUDA error: ")
+        || text.contains("CUDA error: ") || text.contains("illegal memory access was encountered")
+        || text.contains("Triton Error [CUDA]")
         || text.contains("CUDA out of memory") || text.contains("ChildFailedError")
         || text.contains(") received by PID") || text.contains("A worker died or was killed");
     // What else a job's processes print about collectives: nccl-tests' output, Python tracebacks through
     // torch.distributed, gloo's transport errors, the elastic launcher's reports.
-    watchdog = watchdog || text.contains("# nThread ") || text.contains("# Avg bus bandwidth")
+    watchdog = watchdog || text.contains("# nThread ") || text.contains("# Avg bus bandwidth") || text.contains("(elements)")
         || text.contains("# Out of bounds values") || text.contains("torch/distributed/")
         || text.contains("gloo/transport/") || text.contains("ProcessGroupGloo") || text.contains("DistBackendError")
         || text.contains("NCCL communicator was aborted") || text.contains("NCCL error in: ")
         || text.contains("torch.distributed.elastic") || text.contains("store based barrier")
         || text.contains("[missing ranks: ") || text.contains("[ready ranks: ") || text.contains("Missing ranks:")
+        || text.lines().anyMatch(DistributedLines::isOne) || CollectiveErrorReader.callsACollective(text)
         // A training script's own progress: steps going on are evidence too.
         || text.contains("step") || text.contains("it/s]") || text.contains("s/it]");
     boolean kernel = text.contains("NVRM: Xid") || text.contains("Killed process") && text.contains("ut of memory")

@@ -244,6 +244,7 @@ final class WatchdogEvidence {
     };
     return RankEvent.newBuilder().setKind(kind).setProcessGroup(group).setSeq(l.seq())
         .setOp(OpTypes.profilingName(l.opType())).setMessage(l.source() + ": " + l.text())
-        .setLastEnqueuedSeq(l.lastEnqueued()).setLastCompletedSeq(l.lastCompleted()).build();
+        .setLastEnqueuedSeq(l.lastEnqueued()).setLastCompletedSeq(l.lastCompleted())
+        .setOwnTimeout(l.kind() == WatchdogLine.Kind.DUMP_SIGNAL && l.fromRank() < 0).build();
   }
 }

@@ -79,8 +79,8 @@ class EvidenceReaderTest {
 
     assertThat(e.ranks()).extracting(r -> r.stacks().getThreadsCount()).containsExactly(0, 0, 2, 0);
     assertThat(e.ranks().get(2).stacks().getSource()).isEqualTo("stacks_2.txt");
-    assertThat(told.said).contains("problem: skipping " + noRank + ": a stack dump whose rank its name does not "
-        + "tell (name it <anything>_<rank>, e.g. dump_traceback_rank_2.txt)")
+    assertThat(told.said).contains("problem: skipping " + noRank + " as a stack dump: its name does not tell whose "
+        + "it is (name it <anything>_<rank>, e.g. dump_traceback_rank_2.txt); reading it as a log")
         .noneMatch(s -> s.contains("ignored stacks_2.txt"));
   }
 

@@ -343,6 +343,11 @@ public final class ContextFindings {
       switch (e.kind()) {
         case PEER_CLOSED -> f.setKind(ContextFinding.Kind.DEAD_PEER).setPeer(e.peer())
             .setDetail("gloo: connection closed by the peer at " + e.peer() + ": \"" + e.message() + "\"");
+        case WAITING -> f.setKind(ContextFinding.Kind.NOTE).setDetail((e.rank() >= 0 ? "rank " + e.rank() + ": " : "a "
+            + "rank's ") + "stack is inside torch.distributed's " + e.call() + ", waiting for its peers: \""
+            + e.message() + "\"");
+        case CUDA_FAILED -> f.setKind(ContextFinding.Kind.GPU_FAULT).setDetail("a CUDA failure naming no rank: \""
+            + e.message() + "\"");
         case TIMED_OUT -> f.setKind(ContextFinding.Kind.COLLECTIVE_FAILED).setDetail("a gloo collective timed out: \""
             + e.message() + "\"");
         case RAISED -> f.setKind(ContextFinding.Kind.COLLECTIVE_FAILED).setDetail((e.rank() >= 0 ? "rank " + e.rank() + ": " : "")
@@ -390,6 +395,11 @@ public final class ContextFindings {
         f.setKind(ContextFinding.Kind.PROGRESS).setDetail(String.format(java.util.Locale.ROOT,
             "nccl-tests ran all %d sizes%s to the end, every value right (average bus bandwidth %.1f GB/s)",
             r.sizes(), where, r.avgBusBandwidth()));
+      } else if (r.wrong() == 0 && !r.finished() && r.sizes() >= 2) {
+        // Sizes measured with every value right are collectives that completed: progress up to the last row, of a
+        // run whose closing lines this log does not hold.
+        f.setKind(ContextFinding.Kind.PROGRESS).setDetail("nccl-tests completed " + r.sizes() + " sizes" + where
+            + " up to " + r.lastSize() + " bytes, every value right (the log ends before the run's closing lines)");
       } else if (r.wrong() > 0 || r.finished() && !r.outOfBoundsOk()) {
         f.setKind(ContextFinding.Kind.NOTE).setDetail("nccl-tests" + where + " found wrong values in "
             + Math.max(r.wrong(), 1) + " result" + (r.wrong() == 1 ? "" : "s") + ": data corrupted on the way");

@@ -73,8 +73,18 @@ final class LinePrefix {
     this.latin1 = latin1;
     quoteStart = 0;
     int m = s.indexOf(" NCCL ");
-    if (m >= 0 && read(s, m)) {
+    if (m >= 0 && read(s, m, m + 6)) {
       return true;
+    }
+    if (m < 0) {
+      // NCCL 2.2 and before printed no "NCCL": "host:pid:tid [dev] INFO msg", "… [dev] file.cu:61 WARN msg".
+      int old = s.indexOf(" INFO ");
+      if (old < 0) {
+        old = s.indexOf(" WARN ");
+      }
+      if (old > 0 && read(s, old, old + 1)) {
+        return true;
+      }
     }
     unprefixed();
     return false;
@@ -181,10 +191,12 @@ final class LinePrefix {
     return allDigits(s, i + 1, close) ? (int) digits(s, i + 1, close) : -1;
   }
 
-  /** Reads the prefix backwards from {@code m}, the index of {@code " NCCL "}. */
-  private boolean read(String s, int m) {
+  /**
+   * Reads the prefix backwards from {@code m}, the index of the space before {@code "NCCL "} (or before the level
+   * where no "NCCL" is printed), the level at {@code at}.
+   */
+  private boolean read(String s, int m, int at) {
     int n = s.length();
-    int at = m + 6;
     if (s.startsWith("INFO", at)) {
       level = Level.INFO;
       at += 4;
@@ -228,10 +240,20 @@ final class LinePrefix {
     while (open >= 0 && isDigit(s.charAt(open))) {
       open--;
     }
-    if (open < 1 || open == close - 1 || close - open > 8 || s.charAt(open) != '[' || s.charAt(open - 1) != ' ') {
+    if (open < 0 || open == close - 1 || close - open > 8 || s.charAt(open) != '['
+        || open > 0 && s.charAt(open - 1) != ' ') {
       return false;
     }
     device = (int) digits(s, open + 1, close);
+    if (s.substring(0, open).isBlank()) {
+      // "[0] NCCL INFO …": the poster cut host, pid and tid away; the line is still NCCL's, of a process unknown.
+      host = "";
+      pid = -1;
+      tid = -1;
+      timestamp = null;
+      noiseEnd = 0;
+      return true;
+    }
     return hostPidTid(s, open - 1);
   }
 

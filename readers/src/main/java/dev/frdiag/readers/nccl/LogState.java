@@ -41,6 +41,8 @@ final class LogState {
   private long malformedLines;
   private long setupLines;
   private long troubleLines;
+  /** What came before "Last error:" on its line: a launcher's tag, repeated on the quoted line. */
+  private String lastErrorTag = "";
   /** Set by a line ending in "Last error:": the next non-empty line is the WARN it quotes. */
   private boolean lastErrorNext;
 
@@ -207,7 +209,8 @@ final class LogState {
         return false;
       }
       lastErrorNext = false;
-      from = skipSpaces(s, 0);
+      // Whatever a launcher put before "Last error:" (a "[rank1]: " tag) it puts before the quoted line too.
+      from = skipSpaces(s, s.startsWith(lastErrorTag) ? lastErrorTag.length() : 0);
       prefix.quoteFrom(from);
     } else {
       int k = s.indexOf(LAST_ERROR);
@@ -217,6 +220,7 @@ final class LogState {
       from = skipSpaces(s, k + LAST_ERROR.length());
       if (from == s.length()) {
         lastErrorNext = true;
+        lastErrorTag = s.substring(0, k);
         return false;
       }
       prefix.quoteFrom(k);

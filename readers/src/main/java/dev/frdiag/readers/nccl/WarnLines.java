@@ -127,6 +127,18 @@ final class WarnLines {
     } else if (msg.startsWith("Duplicate GPU detected")) {
       events.add(NcclEventKind.DUPLICATE_GPU, FaultDomain.CONFIG, "", "", null,
           "two ranks share one GPU (CUDA_VISIBLE_DEVICES / local rank mapping): " + msg);
+    } else if (msg.startsWith("Error while creating shared memory segment")
+        || msg.startsWith("Error while attaching to shared memory segment")
+        || msg.contains("unable to allocate shared memory")) {
+      // NCCL's shared-memory transport between the processes of one host (shmutils.cc): /dev/shm full or too small
+      // (a container's 64 MB default), a problem of that host, not of the program or the fabric.
+      events.add(NcclEventKind.OTHER_WARN, FaultDomain.NODE_NETWORK, "", "", null,
+          "NCCL could not set up its shared-memory transport on " + host + " (" + msg.strip() + "): /dev/shm full "
+              + "or too small for NCCL's segments");
+    } else if (msg.startsWith("Failed to open libibverbs")) {
+      // ibvwrap.cc: no verbs library, so no IB transport; NCCL goes on over sockets (NET/Socket follows).
+      events.add(NcclEventKind.OTHER_WARN, FaultDomain.NOISE, "", "", null,
+          "no InfiniBand verbs library on " + host + ": NCCL uses sockets");
     } else if (msg.contains("encountered a fatal error")) {
       events.add(NcclEventKind.COMM_FATAL_ERROR, FaultDomain.SECONDARY, "", "", null,
           "NCCL failed the communicator after an earlier error: " + msg);

@@ -19,9 +19,12 @@ public final class NcclTestsReader {
   private static final Pattern BANNER = Pattern.compile("# nThread \\d+ nGpus \\d+ minBytes \\d+ maxBytes \\d+");
   private static final Pattern DEVICE = Pattern.compile(
       "#\\s+Rank\\s+(\\d{1,7})(?:\\s+Group\\s+\\d+)?\\s+Pid\\s+\\d+ on\\s+(\\S+) device\\s+\\d+");
-  /** size, count, type, redop, root, then the out-of-place time, algbw, busbw and #wrong. */
+  /**
+   * size, count, type, redop (absent for broadcast in older versions), root, then the out-of-place time, algbw,
+   * busbw and #wrong ({@code N/A} when validation is off).
+   */
   private static final Pattern ROW = Pattern.compile("(?:^|\\s)(\\d{1,15})\\s+(\\d{1,15})\\s+([a-z0-9]+)\\s+"
-      + "(sum|prod|min|max|avg|none|mulsum)\\s+(-?\\d{1,7})\\s+[0-9.]+\\s+[0-9.]+\\s+[0-9.]+\\s+(\\d+|N/A)");
+      + "(?:(sum|prod|min|max|avg|none|mulsum)\\s+)?(-?\\d{1,7})\\s+[0-9.]+\\s+[0-9.]+\\s+[0-9.]+\\s+(\\d+|N/A)");
   private static final Pattern OUT_OF_BOUNDS = Pattern.compile("# Out of bounds values : (\\d+) (OK|FAILED)");
   private static final Pattern AVG = Pattern.compile("# Avg bus bandwidth\\s*: ([0-9.]+)");
 
@@ -50,7 +53,7 @@ public final class NcclTestsReader {
       return;
     }
     if (this.source == null) {
-      if (line.contains("redop") && line.contains("count")) {
+      if (line.contains("(elements)") || line.contains("size") && line.contains("count") && line.contains("busbw")) {
         // An excerpt from the results table on: the banner was left out, the run is still this one.
         this.source = source;
       }

@@ -11,8 +11,8 @@ import java.util.regex.Pattern;
  * (tqdm, as Hugging Face's Trainer and Lightning print them). Not thread-safe; one instance per file.
  */
 public final class StepProgressReader {
-  /** Fewer distinct steps than this is not a run going on: a bar's first redraws, one step printed twice. */
-  static final int MIN_STEPS = 3;
+  /** Fewer distinct steps than this is not a run going on: one step printed twice, or by every rank. */
+  static final int MIN_STEPS = 2;
 
   private static final Pattern STEP = Pattern.compile("\\b(?:[Ss]tep|iteration)[:=]?\\s+(\\d{1,12})\\b(?!\\.\\d)");
   private static final Pattern BAR = Pattern.compile("\\b(\\d{1,12})/(\\d{1,12}) \\[\\d");

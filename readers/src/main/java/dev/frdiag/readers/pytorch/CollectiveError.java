@@ -22,7 +22,17 @@ public record CollectiveError(Kind kind, int rank, String call, String message, 
     /** gloo: "Connection closed by peer [addr]:port": the process at the other end went away. */
     PEER_CLOSED,
     /** gloo: "Timed out waiting Nms for recv operation to complete": a collective that did not finish in time. */
-    TIMED_OUT
+    TIMED_OUT,
+    /**
+     * A CUDA failure on a line that names no rank ("RuntimeError: Triton Error [CUDA]: an illegal memory access was
+     * encountered"): a GPU of the job failed; which one, the line does not say.
+     */
+    CUDA_FAILED,
+    /**
+     * A stack (a traceback printed without its exception, or py-spy's dump) whose innermost torch.distributed frame
+     * is a collective: the rank is inside it, waiting for its peers; nothing failed.
+     */
+    WAITING
   }
 
   public CollectiveError {

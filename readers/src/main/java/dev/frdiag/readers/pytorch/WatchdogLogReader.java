@@ -26,7 +26,7 @@ public final class WatchdogLogReader {
 
   private static final Pattern GLOBAL_RANK = Pattern.compile("\\[rank(\\d+)\\]:");
   private static final Pattern GROUP = Pattern.compile(
-      "\\[(?:PG ID \\d+ PG GUID ([^\\s(\\]]+)(?:\\(([^)]*)\\))?|PG (?!ID )([^\\s(\\]]+)(?: \\(([^)]*)\\))?) Rank (\\d+)\\]");
+      "\\[(?:PG ID \\d+ PG GUID ([^\\s(\\]]*)(?:\\(([^)]*)\\))?|PG (?!ID )([^\\s(\\]]+)(?: \\(([^)]*)\\))?) +Rank (\\d+)\\]");
   private static final Pattern PLAIN_GROUP_RANK = Pattern.compile("\\[Rank (\\d+)\\]");
   /**
    * The work a timeout names, in every form PyTorch printed: {@code WorkNCCL(OpType=…, TensorShape=[…],
@@ -146,7 +146,7 @@ public final class WatchdogLogReader {
     boolean stuck = text.contains("watchdog got stuck");
     // ProcessGroupNCCL's heartbeat monitor says this when the watchdog thread stopped beating (2.3 and later).
     boolean heartbeat = text.contains("Heartbeat monitor timed out");
-    boolean cuda = text.contains("CUDA error: ") || text.contains("CUDA out of memory");
+    boolean cuda = isCudaFailure(text);
     if (!work && !status && !dump && !stuck && !heartbeat && !cuda) {
       return null;
     }
@@ -200,6 +200,16 @@ public final class WatchdogLogReader {
           -1, -1, -1, -1, -1, -1, source, text);
     }
     return null;
+  }
+
+  /**
+   * Whether {@code text} reports a CUDA failure of the process's own device: PyTorch's {@code CUDA error: …} and
+   * out-of-memory errors, and the same faults as Triton and the driver word them.
+   */
+  public static boolean isCudaFailure(String text) {
+    return text.contains("CUDA error: ") || text.contains("CUDA out of memory")
+        || text.contains("illegal memory access was encountered") || text.contains("Triton Error [CUDA]")
+        || text.contains("unspecified launch failure");
   }
 
   /**

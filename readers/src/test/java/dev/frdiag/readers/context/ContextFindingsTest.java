@@ -10,6 +10,7 @@ import dev.frdiag.readers.kernel.XidLine;
 import dev.frdiag.readers.kernel.XidReader;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclLogParser;
+import dev.frdiag.readers.nccltests.NcclTestsReader;
 import dev.frdiag.readers.ras.RasReport;
 import dev.frdiag.readers.ras.RasReport.CommunicatorRow;
 import dev.frdiag.readers.ras.RasReport.CountMismatch;
@@ -176,5 +177,26 @@ class ContextFindingsTest {
 
   private static XidLine xid(String line, int number) {
     return XidReader.parse(line, "kern.log:" + number);
+  }
+
+  /**
+   * Sizes an nccl-tests run measured with every value right are collectives that completed, closing lines or not;
+   * one size alone is no run going on (rows of NVIDIA/nccl-tests#293, as posted).
+   */
+  @Test
+  void ncclTestsRowsWithEveryValueRightAreProgressAndOneRowIsNot() {
+    NcclTestsReader reader = new NcclTestsReader();
+    reader.accept("           8             2     float     sum      -1    17.08    0.00    0.00      0    16.76    "
+        + "0.00    0.00      0", "t.log:1");
+    reader.accept("          16             4     float     sum      -1    16.72    0.00    0.00      0    16.66    "
+        + "0.00    0.00      0", "t.log:2");
+    assertThat(ContextFindings.fromNcclTests(reader.finish())).singleElement()
+        .satisfies(f -> assertThat(f.getKind()).isEqualTo(ContextFinding.Kind.PROGRESS));
+
+    NcclTestsReader one = new NcclTestsReader();
+    one.accept("           8             2     float     sum      -1    17.08    0.00    0.00      0    16.76    "
+        + "0.00    0.00      0", "t.log:1");
+    assertThat(ContextFindings.fromNcclTests(one.finish())).singleElement()
+        .satisfies(f -> assertThat(f.getKind()).isEqualTo(ContextFinding.Kind.NOTE));
   }
 }

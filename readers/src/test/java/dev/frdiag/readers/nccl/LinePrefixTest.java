@@ -200,4 +200,31 @@ class LinePrefixTest {
     assertThat(prefix.next(a, false)).isTrue();
     assertThat(prefix.pid()).isEqualTo(first);
   }
+
+  /** NCCL 2.2 printed no "NCCL" (pytorch/pytorch#7019, as posted). */
+  @Test
+  void readsNcclLinesOfVersionsThatPrintedNoNcclTag() {
+    String info = "neuromancer:13802:13802 [1] INFO Using internal Network Socket";
+    assertThat(prefix.next(info, false)).isTrue();
+    assertThat(prefix.host()).isEqualTo("neuromancer");
+    assertThat(prefix.pid()).isEqualTo(13802);
+    assertThat(prefix.level()).isEqualTo(Level.INFO);
+    assertThat(info.substring(prefix.messageStart())).isEqualTo("Using internal Network Socket");
+    String warn = "neuromancer:13802:13802 [1] misc/ibvwrap.cu:61 WARN Failed to open libibverbs.so[.1]";
+    assertThat(prefix.next(warn, false)).isTrue();
+    assertThat(prefix.level()).isEqualTo(Level.WARN);
+    assertThat(prefix.location()).isEqualTo("misc/ibvwrap.cu:61");
+    assertThat(prefix.next("2024-01-01 12:00:00 - root - INFO - step 3", false)).isFalse();
+  }
+
+  /** People cut host, pid and tid off before posting (NVIDIA/nccl#417, as posted). */
+  @Test
+  void readsNcclLinesWhoseHostPidAndTidWereCutAway() {
+    String line = "[0] NCCL INFO Bootstrap : Using [0]enp68s0f0:172.17.6.148<0>";
+    assertThat(prefix.next(line, false)).isTrue();
+    assertThat(prefix.host()).isEmpty();
+    assertThat(prefix.pid()).isEqualTo(-1);
+    assertThat(prefix.device()).isZero();
+    assertThat(line.substring(prefix.messageStart())).startsWith("Bootstrap");
+  }
 }

@@ -48,4 +48,41 @@ class CollectiveErrorReaderTest {
         "    run(args)",
         "ValueError: could not convert string to float: 'abc'")).isEmpty();
   }
+
+  /** py-spy's dump lists the innermost frame first (huggingface/transformers#22363, as posted). */
+  @Test
+  void aStackInsideACollectiveWithNoExceptionIsARankWaiting() {
+    List<CollectiveError> errors = read(
+        "Thread 27321 (active): \"MainThread\"",
+        "    broadcast (torch/distributed/distributed_c10d.py:1555)",
+        "    wrapper (torch/distributed/distributed_c10d.py:1436)",
+        "    broadcast (deepspeed/comm/torch.py:78)");
+    assertThat(errors).singleElement().satisfies(e -> {
+      assertThat(e.kind()).isEqualTo(CollectiveError.Kind.WAITING);
+      assertThat(e.call()).isEqualTo("broadcast");
+      assertThat(e.source()).isEqualTo("t.log:2");
+    });
+  }
+
+  /** A stack cut before torch's frames still names the collective its code line calls (deepspeedai/DeepSpeed#7044). */
+  @Test
+  void aStackEndingInACollectiveCallLineIsARankWaitingThere() {
+    List<CollectiveError> errors = read("[2026-02-22 23:55:59] worker-0 >> [rank0]:     dist.all_reduce("
+        + "tensor_to_allreduce, group=process_group)");
+    assertThat(errors).singleElement().satisfies(e -> {
+      assertThat(e.kind()).isEqualTo(CollectiveError.Kind.WAITING);
+      assertThat(e.call()).isEqualTo("all_reduce");
+      assertThat(e.rank()).isZero();
+    });
+  }
+
+  /** A CUDA failure that names no rank is still a GPU failing (vllm-project/vllm#17098, as posted). */
+  @Test
+  void aCudaFailureNamingNoRankIsRead() {
+    List<CollectiveError> errors = read("ERROR 04-15 00:31:11 worker_base.py:574] RuntimeError: Triton Error [CUDA]: "
+        + "an illegal memory access was encountered");
+    assertThat(errors).extracting(CollectiveError::kind).containsExactly(CollectiveError.Kind.CUDA_FAILED);
+    assertThat(read("[rank2]:[E ProcessGroupNCCL.cpp:1] [Rank 2] CUDA error: an illegal memory access was "
+        + "encountered")).isEmpty();
+  }
 }

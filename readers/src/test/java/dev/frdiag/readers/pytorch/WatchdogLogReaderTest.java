@@ -261,4 +261,17 @@ class WatchdogLogReaderTest {
     assertThat(lines).extracting(WatchdogLine::opType).containsExactly("ALLREDUCE", "REDUCE");
     assertThat(lines).extracting(WatchdogLine::seq).containsOnly(0L);
   }
+
+  /** PyTorch prints an empty GUID for some groups (NVIDIA/Fuser#3055, as posted). */
+  @Test
+  void readsTheRankOfAGroupWithAnEmptyGuid() throws Exception {
+    List<WatchdogLine> lines = WatchdogLogReader.read(new StringReader("[E929 22:14:53.112803704 ProcessGroupNCCL.cpp:"
+        + "1487] [PG ID 0 PG GUID  Rank 3] ProcessGroupNCCL's watchdog got stuck for 10 seconds without making "
+        + "progress in monitoring enqueued collectives."), "train.log");
+    assertThat(lines).singleElement().satisfies(l -> {
+      assertThat(l.kind()).isEqualTo(WatchdogLine.Kind.WATCHDOG_STUCK);
+      assertThat(l.rank()).isEqualTo(3);
+      assertThat(l.stuckSeconds()).isEqualTo(10);
+    });
+  }
 }
