@@ -38,7 +38,7 @@ final class ContextRules {
 
   /** The rules, strongest first; the first that applies decides (docs/DIAGNOSIS.md, "Context rules"). */
   private static final List<Rule> RULES = List.of(ContextRules::cudaFailure, ContextRules::gpuXid,
-      ContextRules::processDied, ContextRules::localNicFault, ContextRules::linkFault, ContextRules::launchLag,
+      ContextRules::opMismatch, ContextRules::processDied, ContextRules::localNicFault, ContextRules::linkFault, ContextRules::launchLag,
       ContextRules::enqueueLagAlone, ContextRules::deadPeer, ContextRules::peerPathError, ContextRules::rasRefutes);
 
   /** {@code d} weighed against the job's node findings: the first rule that applies decides, else they are quoted. */
@@ -90,6 +90,22 @@ final class ContextRules {
     return rewrite(d, Verdict.HANG, Symptom.GPU_STALL, ranks, hosts, sure,
         who + " hit a CUDA failure (" + brief(gpu.get(0)) + "): GPU fault; network errors its peers log are "
             + "consequences.", quote(Evidence.Kind.GPU_FAULT, gpu, job), Wording.recommendation(Symptom.GPU_STALL));
+  }
+
+  /**
+   * Members of one communicator enqueued different collectives at one opCount (NCCL's COLL lines, printed as each
+   * is enqueued, on the CPU side): the program diverged, and the communicator can never complete that collective.
+   * The divergent members are the minority; on a tie none is named.
+   */
+  private static Diagnosis opMismatch(Diagnosis d, JobEvidence job, NodeFindings f) {
+    List<ContextFinding> mismatch = f.opMismatch;
+    if (mismatch.isEmpty() || !(f.undecided || d.symptom() == Symptom.MISMATCH || d.symptom() == Symptom.CPU_STALL)) {
+      return null;
+    }
+    List<Integer> ranks = ranksOf(mismatch, job);
+    return rewrite(d, Verdict.HANG, Symptom.MISMATCH, ranks, List.of(), 0.7, "Members of one communicator "
+        + "enqueued different collectives at one opCount (" + brief(mismatch.get(0)) + "): program mismatch.",
+        quote(Evidence.Kind.SIGNATURE_MISMATCH, mismatch, job), Wording.recommendation(Symptom.MISMATCH));
   }
 
   /**

@@ -27,6 +27,8 @@ final class NodeFindings {
   final List<ContextFinding> died;
   /** LAUNCH_LAG, and ENQUEUE_LAG once the job is known to have hung. */
   final List<ContextFinding> lag;
+  /** COLL lines of one communicator that disagree at one opCount. */
+  final List<ContextFinding> opMismatch;
   /** ENQUEUE_LAG while nothing says the job hung. */
   final List<ContextFinding> enqueueLag;
   final List<ContextFinding> consistent;
@@ -57,6 +59,7 @@ final class NodeFindings {
     xid.addAll(of(ContextFinding.Kind.XID_APPLICATION_FAULT));
     died = of(ContextFinding.Kind.PROCESS_DIED);
     lag = new ArrayList<>(of(ContextFinding.Kind.LAUNCH_LAG));
+    opMismatch = of(ContextFinding.Kind.OP_MISMATCH);
     if (hangShown(d, job)) {
       // Where each process stopped enqueuing is where it stands only once the job is known to have stopped.
       lag.addAll(of(ContextFinding.Kind.ENQUEUE_LAG));

@@ -243,4 +243,19 @@ class AnalyzeLogsTest {
     assertThat(r.report().toString()).contains("of PyTorch's distributed layer or its launcher")
         .contains("run.log:2");
   }
+
+  /** ROCm/rccl#429's COLL lines, ranks 1 and 3 printing as rank 0 did (see NcclLogParserTest): MISMATCH. */
+  @Test
+  void collLinesThatDisagreeAtOneOpCountAreAProgramMismatch(@TempDir Path dir) throws Exception {
+    String r0 = "h03r3n06:45006:45006 [0] NCCL INFO AllReduce: opCount 28c sendbuff 0x7f5dd32b2100 recvbuff "
+        + "0x7f5dd32b2100 count 9984512 datatype 7 op 0 root 0 comm 0x55bef0201370 [nranks=4] stream 0x55bef0208bd0";
+    String r2 = "h03r3n06:45012:45012 [2] NCCL INFO AllGather: opCount 28c sendbuff 0x7f1fd894af00 recvbuff "
+        + "0x7f1ed1c00100 count 59205120 datatype 0 op 0 root 0 comm 0x559c24b55610 [nranks=4] stream 0x559c248a3630";
+    Path log = Files.writeString(dir.resolve("coll.log"), String.join("\n", r0,
+        r0.replace("45006:45006 [0]", "45009:45009 [1]"), r2, r0.replace("45006:45006 [0]", "45015:45015 [3]")));
+    Result r = analyze(log);
+    assertThat(r.report().get("verdict").asText()).isEqualTo("HANG");
+    assertThat(r.report().get("symptom").asText()).isEqualTo("MISMATCH");
+    assertThat(r.report().get("headline").asText()).contains("AllGather count 59205120");
+  }
 }

@@ -11,6 +11,7 @@ import dev.frdiag.readers.ib.IbWindow;
 import dev.frdiag.readers.kernel.XidKind;
 import dev.frdiag.readers.kernel.XidLine;
 import dev.frdiag.readers.nccl.ChannelTransport;
+import dev.frdiag.readers.nccl.CollMismatch;
 import dev.frdiag.readers.nccl.NcclCommunicator;
 import dev.frdiag.readers.nccl.NcclEvent;
 import dev.frdiag.readers.nccl.NcclLog;
@@ -73,7 +74,33 @@ public final class ContextFindings {
     for (ContextFinding f : launchLag(log)) {
       byHost.computeIfAbsent(f.getHost(), h -> new ArrayList<>()).add(f);
     }
+    for (ContextFinding f : opMismatches(log)) {
+      byHost.computeIfAbsent(f.getHost(), h -> new ArrayList<>()).add(f);
+    }
     return byHost;
+  }
+
+  /**
+   * Members of a communicator whose COLL lines show a different collective than their peers at one opCount, one
+   * finding per divergent member. As in {@link #launchLag}, the rank in the communicator is the global rank only on
+   * the log's largest communicator.
+   */
+  static List<ContextFinding> opMismatches(NcclLog log) {
+    int world = log.opCounts().stream().mapToInt(OpCountProgress::nranks).max().orElse(0);
+    List<ContextFinding> out = new ArrayList<>();
+    for (CollMismatch m : log.collMismatches()) {
+      for (CollMismatch.Member d : m.divergent()) {
+        OpCountProgress o = d.progress();
+        out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.OP_MISMATCH).setHost(o.host())
+            .setRank(o.nranks() == world ? o.rank() : -1).setDevice(-1).setPid(Math.max(o.pid(), 0))
+            .setDetail((o.rank() >= 0 ? "rank " + o.rank() : "a process on " + o.host()) + " of " + m.communicator()
+                + " enqueued " + d.call().signature() + " at opCount " + Long.toHexString(m.opCount())
+                + (m.majority().isEmpty() ? " where its peers enqueued other collectives"
+                    : " where its peers enqueued " + m.majority()) + " (NCCL COLL lines)")
+            .setSource(log.source() + ":" + d.call().line()).build());
+      }
+    }
+    return out;
   }
 
   /**

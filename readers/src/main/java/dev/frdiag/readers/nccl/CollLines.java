@@ -74,6 +74,22 @@ final class CollLines {
     st.nranks = nranks;
     st.calls++;
     st.lastLine = lineNumber;
+    st.remember(new CollCall(opCount, st.op, field(s, " count ", sp, c), (int) field(s, " datatype ", sp, c),
+        (int) field(s, " root ", sp, c), lineNumber));
+  }
+
+  /** The decimal after {@code name} between {@code from} and {@code to}, or -1. */
+  private static long field(String s, String name, int from, int to) {
+    int k = s.indexOf(name, from);
+    if (k < 0 || k >= to) {
+      return -1;
+    }
+    int start = k + name.length();
+    int end = start;
+    while (end < to && end - start < 18 && Ascii.isDigit(s.charAt(end))) {
+      end++;
+    }
+    return end == start ? -1 : digits(s, start, end);
   }
 
   /** COLL lines not followed because their process had too many communicators. */

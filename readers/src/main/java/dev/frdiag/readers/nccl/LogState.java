@@ -278,7 +278,7 @@ final class LogState {
       for (OpState o : p.ops) {
         CommRef ref = p.comms.get(o.commPtr);
         opCounts.add(new OpCountProgress(ref == null ? "" : ref.commId(), o.commPtr, p.host, p.pid,
-            ref == null ? -1 : ref.rank(), o.nranks, o.lastOpCount, o.op, o.calls, o.lastLine));
+            ref == null ? -1 : ref.rank(), o.nranks, o.lastOpCount, o.op, o.calls, o.lastLine, o.recentCalls()));
       }
     }
     boolean capped = droppedProcs + coll.dropped() + init.dropped() + comms.dropped() > 0 || events.capped();

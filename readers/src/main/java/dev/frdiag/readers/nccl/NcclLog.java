@@ -306,6 +306,14 @@ public final class NcclLog {
     return out;
   }
 
+  /**
+   * Communicators whose members' COLL lines show different collectives at one opCount (the earliest such opCount
+   * per communicator): a program mismatch read from NCCL's own lines.
+   */
+  public List<CollMismatch> collMismatches() {
+    return CollMismatch.find(opCounts);
+  }
+
   /** The stored events in line order (the first ones of each kind, up to the parser's limit). */
   public List<NcclEvent> events() {
     return events;

@@ -1,5 +1,6 @@
 package dev.frdiag.readers.nccl;
 
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -16,10 +17,12 @@ import java.util.Objects;
  * @param lastCollective the last collective's name, e.g. {@code AllReduce}
  * @param calls how many COLL lines this rank printed for the communicator
  * @param lastLine the line of the last one
+ * @param recent the last calls, oldest first ({@code ProcessState.OpState.RECENT} at most)
  */
 public record OpCountProgress(String commId, String commPtr, String host, int pid, int rank, int nranks,
-    long lastOpCount, String lastCollective, long calls, long lastLine) {
+    long lastOpCount, String lastCollective, long calls, long lastLine, List<CollCall> recent) {
   public OpCountProgress {
+    recent = List.copyOf(recent);
     Objects.requireNonNull(commId, "commId");
     Objects.requireNonNull(commPtr, "commPtr");
     Objects.requireNonNull(host, "host");

@@ -33,17 +33,38 @@ final class ProcessState {
   /** Where a process's {@code comm 0x…} pointer belongs. */
   record CommRef(String commId, int rank) {}
 
-  /** The last COLL line of one process on one communicator. */
+  /** The last COLL lines of one process on one communicator. */
   static final class OpState {
+    /** Calls kept per communicator: enough to meet a peer's at one opCount in a hung job's last lines. */
+    static final int RECENT = 16;
+
     final String commPtr;
     String op = "";
     long lastOpCount;
     int nranks;
     long calls;
     long lastLine;
+    /** The last {@link #RECENT} calls, oldest overwritten first. */
+    final CollCall[] recent = new CollCall[RECENT];
+    int recentNext;
 
     OpState(String commPtr) {
       this.commPtr = commPtr;
+    }
+
+    void remember(CollCall call) {
+      recent[recentNext++ % RECENT] = call;
+    }
+
+    List<CollCall> recentCalls() {
+      List<CollCall> out = new ArrayList<>(RECENT);
+      for (int i = 0; i < RECENT; i++) {
+        CollCall c = recent[(recentNext + i) % RECENT];
+        if (c != null) {
+          out.add(c);
+        }
+      }
+      return out;
     }
   }
 }

@@ -522,4 +522,33 @@ class NcclLogParserTest {
       Files.delete(f);
     }
   }
+
+  /**
+   * Members of one communicator at one opCount with different collectives are a mismatch, behind {@code grep -r}'s
+   * file prefix too. The lines are ROCm/rccl#429's as posted (ranks 0 and 2 of a 4-rank communicator, the maintainer
+   * reading rank 2's AllGather against the others' AllReduce), with ranks 1 and 3 printing what rank 0 printed, as
+   * that thread says they did.
+   */
+  @Test
+  void collLinesThatDisagreeAtOneOpCountAreAMismatchOfTheirCommunicator() throws Exception {
+    String r0 = "h03r3n06:45006:45006 [0] NCCL INFO AllReduce: opCount 28c sendbuff 0x7f5dd32b2100 recvbuff "
+        + "0x7f5dd32b2100 count 9984512 datatype 7 op 0 root 0 comm 0x55bef0201370 [nranks=4] stream 0x55bef0208bd0";
+    String r2 = "h03r3n06:45012:45012 [2] NCCL INFO AllGather: opCount 28c sendbuff 0x7f1fd894af00 recvbuff "
+        + "0x7f1ed1c00100 count 59205120 datatype 0 op 0 root 0 comm 0x559c24b55610 [nranks=4] stream 0x559c248a3630";
+    NcclLog log = parseFile("logs/rank0.log:" + r0,
+        "logs/rank1.log:" + r0.replace("45006:45006 [0]", "45009:45009 [1]"),
+        "logs/rank2.log:" + r2,
+        "logs/rank3.log:" + r0.replace("45006:45006 [0]", "45015:45015 [3]"));
+    assertThat(log.collMismatches()).singleElement().satisfies(m -> {
+      assertThat(m.opCount()).isEqualTo(0x28c);
+      assertThat(m.majority()).isEqualTo("AllReduce count 9984512 datatype 7");
+      assertThat(m.divergent()).singleElement().satisfies(d -> {
+        assertThat(d.progress().pid()).isEqualTo(45012);
+        assertThat(d.call().signature()).isEqualTo("AllGather count 59205120 datatype 0");
+      });
+    });
+    // Ranks that agree, or a log that does not hold the whole communicator, are no mismatch.
+    assertThat(parseFile(r0, r0.replace("45006:45006 [0]", "45009:45009 [1]")).collMismatches()).isEmpty();
+    assertThat(parseFile(r0, r2).collMismatches()).isEmpty();
+  }
 }
