@@ -87,6 +87,8 @@ enum InputKind {
         || text.contains("gloo/transport/") || text.contains("ProcessGroupGloo") || text.contains("DistBackendError")
         || text.contains("NCCL communicator was aborted") || text.contains("NCCL error in: ")
         || text.contains("torch.distributed.elastic") || text.contains("store based barrier")
+        || text.contains("but didn't join collective #") || text.contains("joined but didn't finish collective #")
+        || text.contains("are the lagging ranks that caused this timeout")
         || text.contains("[missing ranks: ") || text.contains("[ready ranks: ") || text.contains("Missing ranks:")
         || text.lines().anyMatch(DistributedLines::isOne) || CollectiveErrorReader.callsACollective(text)
         // A training script's own progress: steps going on are evidence too.

@@ -23,6 +23,7 @@ import dev.frdiag.readers.nccltests.NcclTestsRun;
 import dev.frdiag.readers.horovod.StallInspectorReader;
 import dev.frdiag.readers.progress.StepProgress;
 import dev.frdiag.readers.pytorch.CollectiveError;
+import dev.frdiag.readers.pytorch.DesyncReportReader;
 import dev.frdiag.readers.ras.RasReport;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
@@ -396,6 +397,24 @@ public final class ContextFindings {
       out.add(ContextFinding.newBuilder().setKind(ContextFinding.Kind.LAUNCH_LAG).setRank(m.rank()).setDevice(-1)
           .setDetail("Horovod's stall inspector: rank " + m.rank() + " never submitted an op its peers did: \""
               + m.text() + "\"").setSource(m.source()).build());
+    }
+    return out;
+  }
+
+  /**
+   * PyTorch's desync report: ranks that finished a collective and never joined the next, or never joined any, did
+   * not issue what their peers wait in (launch lag, the CPU side); ranks that joined one and did not finish it are
+   * quoted.
+   */
+  public static List<ContextFinding> fromDesync(List<DesyncReportReader.Lagging> lagging) {
+    List<ContextFinding> out = new ArrayList<>();
+    for (DesyncReportReader.Lagging l : lagging) {
+      boolean behind = l.kind() != DesyncReportReader.Kind.STARTED_NOT_FINISHED;
+      for (int rank : l.ranks()) {
+        out.add(ContextFinding.newBuilder().setKind(behind ? ContextFinding.Kind.LAUNCH_LAG
+            : ContextFinding.Kind.NOTE).setRank(rank).setDevice(-1).setDetail("PyTorch's desync report: \""
+            + l.text() + "\"").setSource(l.source()).build());
+      }
     }
     return out;
   }

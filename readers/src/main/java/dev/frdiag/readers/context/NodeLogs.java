@@ -10,6 +10,7 @@ import dev.frdiag.readers.nccltests.NcclTestsReader;
 import dev.frdiag.readers.horovod.StallInspectorReader;
 import dev.frdiag.readers.progress.StepProgressReader;
 import dev.frdiag.readers.pytorch.CollectiveErrorReader;
+import dev.frdiag.readers.pytorch.DesyncReportReader;
 import dev.frdiag.readers.ras.RasReportReader;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -61,6 +62,7 @@ public final class NodeLogs {
     CollectiveErrorReader collectiveErrors = new CollectiveErrorReader();
     StepProgressReader steps = new StepProgressReader();
     StallInspectorReader horovod = new StallInspectorReader();
+    DesyncReportReader desync = new DesyncReportReader();
     int number = 0;
     for (String line = in.readLine(); line != null; line = in.readLine()) {
       String source = name + ":" + ++number;
@@ -77,6 +79,7 @@ public final class NodeLogs {
       collectiveErrors.accept(text, source);
       steps.accept(text, source);
       horovod.accept(text, source);
+      desync.accept(text, source);
     }
     List<ContextFinding> findings = new ArrayList<>(ContextFindings.fromXids(xids));
     findings.addAll(ContextFindings.fromExits(exits.exits()));
@@ -86,6 +89,7 @@ public final class NodeLogs {
     findings.addAll(ContextFindings.fromCollectiveErrors(collectiveErrors.finish()));
     findings.addAll(ContextFindings.fromSteps(steps.finish()));
     findings.addAll(ContextFindings.fromHorovodStalls(horovod.finish()));
+    findings.addAll(ContextFindings.fromDesync(desync.finish()));
     return ContextFindings.nodes(jobId, findings);
   }
 }
