@@ -186,16 +186,20 @@ class DaemonCrashTest {
         daemon = startDaemon();
         ManagedChannel check = channel(daemon.port());
         try {
-          var stub = DiagnosisGrpc.newBlockingStub(check).withDeadlineAfter(10, TimeUnit.SECONDS);
+          // A deadline is a point in time, so each call gets its own: one for them all runs out on a loaded
+          // machine part-way through a long list of reports.
+          var stub = DiagnosisGrpc.newBlockingStub(check);
           for (String id : announced) {
-            ReportEnvelope e = stub.getReport(GetReportRequest.newBuilder().setReportId(id).build());
+            ReportEnvelope e = stub.withDeadlineAfter(10, TimeUnit.SECONDS)
+                .getReport(GetReportRequest.newBuilder().setReportId(id).build());
             assertThat(ReportJson.read(e.getReportJson()).reportId()).as("seed %d round %d", seed, round)
                 .isEqualTo(id);
           }
-          List<ReportSummary> served = announced.isEmpty() ? List.of() : stub.listReports(
-              ListReportsRequest.newBuilder().setJobId("chaos").build()).getReportsList();
+          List<ReportSummary> served = announced.isEmpty() ? List.of() : stub.withDeadlineAfter(10, TimeUnit.SECONDS)
+              .listReports(ListReportsRequest.newBuilder().setJobId("chaos").build()).getReportsList();
           for (ReportSummary s : served) {
-            ReportEnvelope e = stub.getReport(GetReportRequest.newBuilder().setReportId(s.getReportId()).build());
+            ReportEnvelope e = stub.withDeadlineAfter(10, TimeUnit.SECONDS)
+                .getReport(GetReportRequest.newBuilder().setReportId(s.getReportId()).build());
             assertThat(ReportJson.read(e.getReportJson()).job()).as("seed %d round %d: %s", seed, round,
                 s.getReportId()).isEqualTo("chaos");
           }
