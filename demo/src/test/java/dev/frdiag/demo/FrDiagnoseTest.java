@@ -1,6 +1,7 @@
 package dev.frdiag.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.cli.ExitCode;
 import dev.frdiag.cli.FrDiagnose;
@@ -10,7 +11,11 @@ import dev.frdiag.demo.FrDemo;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ServerSocket;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -65,6 +70,38 @@ class FrDiagnoseTest {
       Result r = diagnose("--daemon", "127.0.0.1:" + daemon.port(), "nosuchjob");
       assertThat(r.code()).isEqualTo(ExitCode.UNREACHABLE_OR_UNKNOWN);
       assertThat(r.err()).isEqualTo("fr-diagnose: NOT_FOUND: unknown job 'nosuchjob'\n");
+    }
+  }
+
+  @Test
+  void diagnoseNowSaysAtOnceThatTheDaemonsDiskRefusedTheReport() throws Exception {
+    // A file stands where the job's report folder would go: writes there fail as on a full disk, root or not.
+    Files.createDirectories(dataDir.resolve("reports"));
+    Files.writeString(dataDir.resolve("reports").resolve("full"), "not a folder");
+    try (Daemon daemon = new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
+        .stallTimeout(Duration.ofMinutes(10)).build()).start()) {
+      String address = "127.0.0.1:" + daemon.port();
+      FrSim sim = new FrSim();
+      StringWriter simErr = new StringWriter();
+      CompletableFuture<Integer> ranks = CompletableFuture.supplyAsync(() -> FrSim.run(sim, new String[] {
+          "--daemon", address, "--job", "full", "--ranks", "8", "--ranks-per-host", "4", "--fault", "none",
+          "--duration", "2m"}, new PrintWriter(simErr, true)));
+      try {
+        await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(daemon.registry().find("full")
+            .map(j -> j.summary().getRanksConnected()).orElse(0)).as("ranks connected; fr-sim said: %s", simErr)
+            .isEqualTo(8));
+        long start = System.nanoTime();
+        Result r = diagnose("--daemon", address, "--now", "full");
+        assertThat(r.code()).as(r.err()).isEqualTo(ExitCode.FAILURE);
+        assertThat(r.err()).matches("fr-diagnose: RESOURCE_EXHAUSTED: the daemon's data dir refuses writes \\(.+\\): "
+            + "report full-000001 \\([A-Z_]+ [A-Z_]+\\) waits in memory and is written when the disk allows; free space "
+            + "under the data dir\n");
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).as("said at once, not after --timeout (30 s)")
+            .isLessThan(Duration.ofSeconds(20));
+      } finally {
+        sim.requestStop();
+        ranks.get(30, TimeUnit.SECONDS);
+      }
     }
   }
 

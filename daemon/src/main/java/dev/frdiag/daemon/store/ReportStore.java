@@ -71,6 +71,8 @@ public final class ReportStore {
   private final ArrayDeque<Pending> pending = new ArrayDeque<>();
   private final AtomicLong writeErrors = new AtomicLong();
   private volatile boolean healthy = true;
+  /** What the disk said when it last refused a write; null when it never did. */
+  private volatile String refusal;
 
   /**
    * Opens (creating if needed) the store under {@code dataDir} and loads its index. Files that are not readable
@@ -120,6 +122,7 @@ public final class ReportStore {
       Files.deleteIfExists(probe);
     } catch (IOException | RuntimeException e) {
       healthy = false;
+      refusal = e.getMessage();
       log.error("cannot write reports under {}: {}; new reports are kept in memory and written when it can be",
           root, e.getMessage());
     }
@@ -210,22 +213,37 @@ public final class ReportStore {
    * it, the report is kept in memory and {@link #retryPending} writes it later; {@code onDurable} runs then.
    */
   public void save(Report report, Consumer<Report> onDurable) {
+    save(report, onDurable, why -> { });
+  }
+
+  /**
+   * As {@link #save(Report, Consumer)}, and when the disk refuses the report (or earlier ones still wait), tells
+   * {@code onRefused} at once what the disk said, so that whoever waits for the report need not wait for the disk.
+   */
+  public void save(Report report, Consumer<Report> onDurable, Consumer<String> onRefused) {
     requireJobId(report.job());
+    boolean waits;
     synchronized (lock) {
-      if (!pending.isEmpty()) {
-        // Keep the order: reports wait behind the ones the disk already refused.
+      // Keep the order: reports wait behind the ones the disk already refused.
+      waits = !pending.isEmpty();
+      if (waits) {
         enqueue(new Pending(report, onDurable));
-        return;
       }
+    }
+    if (waits) {
+      onRefused.accept(refusal);
+      return;
     }
     if (!write(report)) {
       synchronized (lock) {
         enqueue(new Pending(report, onDurable));
       }
+      onRefused.accept(refusal);
       return;
     }
     onDurable.accept(report);
   }
+
 
   @GuardedBy("lock")
   private void enqueue(Pending p) {
@@ -279,6 +297,7 @@ public final class ReportStore {
       boolean wasHealthy = healthy;
       healthy = false;
       String why = e.getMessage();
+      refusal = why;
       if (wasHealthy) {
         log.error("cannot write report {} under {}: {}; it is kept in memory and written when the disk allows",
             report.reportId(), dir, why);

@@ -9,6 +9,7 @@ import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.LimitExceededException;
+import dev.frdiag.daemon.store.ReportNotStoredException;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
@@ -31,6 +32,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -144,7 +146,8 @@ public final class Investigator {
       return running;
     }
     onDemandInFlight.incrementAndGet();
-    investigate(job, Report.Trigger.ON_DEMAND, deadline).whenComplete((report, error) -> {
+    // When the disk refuses the report, the caller is told so now rather than waiting for a disk that may not free.
+    investigate(job, Report.Trigger.ON_DEMAND, deadline, mine::completeExceptionally).whenComplete((report, error) -> {
       onDemandInFlight.decrementAndGet();
       if (error != null) {
         mine.completeExceptionally(error);
@@ -179,6 +182,15 @@ public final class Investigator {
 
   /** Investigates {@code job} now; the future completes with the stored report. */
   public CompletableFuture<Report> investigate(Job job, Report.Trigger trigger, Duration requestedDeadline) {
+    return investigate(job, trigger, requestedDeadline, refused -> { });
+  }
+
+  /**
+   * As {@link #investigate(Job, Report.Trigger, Duration)}, and {@code notStored} is told when the data dir refuses
+   * the report: the future then completes only once the disk takes it.
+   */
+  CompletableFuture<Report> investigate(Job job, Report.Trigger trigger, Duration requestedDeadline,
+      Consumer<ReportNotStoredException> notStored) {
     Duration deadline = requestedDeadline.compareTo(limits.maxSnapshotDeadline()) > 0 ? limits.maxSnapshotDeadline()
         : requestedDeadline;
     Timeline timeline = new Timeline();
@@ -250,7 +262,7 @@ public final class Investigator {
             metrics.reportWritten(stored, Duration.ofNanos(nanoTime.getAsLong() - detectedNanos));
             announce(stored);
             durable.complete(stored);
-          });
+          }, why -> notStored.accept(new ReportNotStoredException(report, why)));
           return durable;
         }, executor);
   }

@@ -7,6 +7,7 @@ import dev.frdiag.daemon.access.Principal;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.LimitExceededException;
+import dev.frdiag.daemon.store.ReportNotStoredException;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
@@ -111,7 +112,8 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     diagnosis.whenComplete((report, error) -> {
       if (error != null) {
         Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-        out.onError(Status.INTERNAL.withDescription("diagnosis failed: " + cause).asRuntimeException());
+        out.onError((cause instanceof ReportNotStoredException ? Status.RESOURCE_EXHAUSTED.withDescription(
+            cause.getMessage()) : Status.INTERNAL.withDescription("diagnosis failed: " + cause)).asRuntimeException());
       } else {
         out.onNext(envelope(report));
         out.onCompleted();
