@@ -140,13 +140,11 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
 
   @Override
   public void getReport(GetReportRequest request, StreamObserver<ReportEnvelope> out) {
-    Report r = store.get(request.getReportId()).orElse(null);
+    Report r = store.get(request.getReportId()).filter(found -> Access.caller().mayRead(found.job())).orElse(null);
     if (r == null) {
+      // The same answer whether the report does not exist or is another job's: ids are not to be probed.
       out.onError(Status.NOT_FOUND.withDescription("no report '" + MessageValidator.abbreviate(
           request.getReportId()) + "'").asRuntimeException());
-      return;
-    }
-    if (!allowed(() -> Access.requireReader(r.job()), out)) {
       return;
     }
     out.onNext(envelope(r));

@@ -220,6 +220,29 @@ class SecurityTest {
   }
 
   @Test
+  void anotherJobsReportIsAnsweredExactlyAsOneThatDoesNotExist() throws Exception {
+    start(null, accessFile(""));
+    daemon.store().save(dev.frdiag.report.ReportJson.read("""
+        {"schema": "frdiag.report/v1", "report_id": "b-000001", "job": "b", "verdict": "HANG",
+         "symptom": "CPU_STALL", "headline": "rank 1 never issued all_reduce #3 on pg 0", "culprit_ranks": [1],
+         "confidence": 0.9, "created_at": "2026-01-02T03:04:05Z", "trigger": "stall"}
+        """));
+    ManagedChannel readerOfA = channel(READER_A, null);
+    StatusRuntimeException notYours = getReport(readerOfA, "b-000001");
+    StatusRuntimeException notThere = getReport(readerOfA, "b-000002");
+    assertThat(notYours.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND)
+        .isEqualTo(notThere.getStatus().getCode());
+    assertThat(notYours.getStatus().getDescription()).isEqualTo("no report 'b-000001'");
+    assertThat(notThere.getStatus().getDescription()).isEqualTo("no report 'b-000002'");
+  }
+
+  private static StatusRuntimeException getReport(ManagedChannel c, String id) {
+    return org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class, () ->
+        DiagnosisGrpc.newBlockingStub(c).withDeadlineAfter(5, TimeUnit.SECONDS)
+            .getReport(dev.frdiag.proto.v1.GetReportRequest.newBuilder().setReportId(id).build()));
+  }
+
+  @Test
   void theAccessFileIsReadAgainWhenItChangesAndTokensNeverReachTheLog() throws Exception {
     ListAppender<ILoggingEvent> logged = new ListAppender<>();
     Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
