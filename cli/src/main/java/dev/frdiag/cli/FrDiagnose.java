@@ -109,6 +109,11 @@ public final class FrDiagnose implements Callable<Integer> {
     }
     String where = root.getCommand() instanceof FrDiagnose f ? f.daemon.toString() : "the daemon";
     boolean known = s.getStatus().getCode() == io.grpc.Status.Code.NOT_FOUND;
+    if (Contract.SPEAKS_TLS.equals(s.getStatus().getDescription())) {
+      return new CommandRunner.Outcome(s.getStatus().getCode() + ": the daemon at " + where + " speaks TLS: give "
+          + "--tls-ca PEM (the CA that signed its certificate), and --token-file or --tls-cert/--tls-key if it asks "
+          + "who you are", ExitCode.UNREACHABLE_OR_UNKNOWN);
+    }
     return new CommandRunner.Outcome(s.getStatus().getCode() + ": " + (unreachable
         ? "cannot reach the daemon at " + where + " (" + describe(s) + "); start one with bin/fr-daemon"
         : describe(s)), unreachable || known ? ExitCode.UNREACHABLE_OR_UNKNOWN : ExitCode.FAILURE);

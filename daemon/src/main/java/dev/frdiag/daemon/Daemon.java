@@ -9,6 +9,8 @@ import dev.frdiag.daemon.access.ServerTls;
 import dev.frdiag.daemon.alert.AlertDispatcher;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.metrics.MetricsServer;
+import dev.frdiag.daemon.ports.ConnectionGate;
+import dev.frdiag.daemon.ports.GrpcListener;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.IncidentWarmup;
@@ -63,6 +65,8 @@ public final class Daemon implements AutoCloseable {
   private final Server server;
   private final DaemonMetrics metrics;
   private final HealthStatusManager health = new HealthStatusManager();
+  /** How connections reach the gRPC port; null when the caller supplied the transport. */
+  private final GrpcListener listener;
   private MetricsServer metricsServer;
   private WebServer webServer;
   private final AccessRules rules;
@@ -105,7 +109,13 @@ public final class Daemon implements AutoCloseable {
     Security security = settings.security();
     this.tls = security.tls() && givenTransport == null
         ? new ServerTls(security.tlsCert(), security.tlsKey(), security.tlsClientCa(), scheduler) : null;
-    ServerBuilder<?> transport = givenTransport != null ? givenTransport : netty(settings, tls);
+    this.listener = givenTransport != null ? null : new GrpcListener(new ConnectionGate(
+        settings.connections().maxPerClient(), Integer.MAX_VALUE, reason -> metrics.connectionRefused("grpc", reason)),
+        settings.connections(), tls != null);
+    ServerBuilder<?> transport = givenTransport != null ? givenTransport : listener.applyTo(netty(settings, tls));
+    if (listener != null) {
+      metrics.watchConnections("grpc", listener.gate()::open);
+    }
     // gRPC's default executor, a cached pool, ran each stream's waiting messages on a thread of its own, thousands at
     // 16,384 ranks: the daemon took 1.05-1.12 cores while training, 0.39-0.47 with four threads (docs/PERFORMANCE.md).
     // Handlers never wait for one another, so a bounded pool cannot deadlock; while a job's lock is held to build its
@@ -187,18 +197,26 @@ public final class Daemon implements AutoCloseable {
             : "cannot listen on " + settings.bindAddress() + ":" + settings.port()) + ": " + e.getMessage(), e);
       }
       try {
+        boolean clientCertificates = settings.security().tlsClientCa() != null;
         if (settings.metricsPort() >= 0) {
           metricsServer = new MetricsServer(metrics, settings.bindAddress(), settings.metricsPort(),
-              tls == null ? null : tls.sslContext());
+              tls == null ? null : tls.sslContext(), clientCertificates, null, metrics::accessDenied,
+              settings.connections(), reason -> metrics.connectionRefused("metrics", reason));
+          metrics.watchConnections("metrics", metricsServer.connections()::open);
         }
         if (settings.webPort() >= 0) {
           webServer = new WebServer(store, registry, rules, metrics::accessDenied, settings.bindAddress(),
-              settings.webPort(), tls == null ? null : tls.sslContext(), settings.security().tlsClientCa() != null);
+              settings.webPort(), tls == null ? null : tls.sslContext(), clientCertificates, settings.connections(),
+              reason -> metrics.connectionRefused("web", reason));
+          metrics.watchConnections("web", webServer.connections()::open);
         }
       } catch (UncheckedIOException e) {
         server.shutdownNow();
         if (metricsServer != null) {
           metricsServer.close();
+        }
+        if (listener != null) {
+          listener.close();
         }
         throw e;
       }
@@ -303,6 +321,9 @@ public final class Daemon implements AutoCloseable {
     } catch (InterruptedException e) {
       server.shutdownNow();
       Thread.currentThread().interrupt();
+    }
+    if (listener != null) {
+      listener.close();
     }
     intakeExecutor.shutdownNow();
     analysisExecutor.shutdownNow();

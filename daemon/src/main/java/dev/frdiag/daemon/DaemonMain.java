@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import dev.frdiag.daemon.settings.Connections;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.command.CommandRunner;
@@ -117,6 +118,18 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--insecure", description = "Serve a non-loopback --bind without TLS (refused otherwise).")
   boolean insecure;
 
+  @Option(names = "--header-timeout", converter = DurationConverter.class, description = "How long a new "
+      + "connection, on any port, has to finish its TLS handshake and send a whole request (default 10s).")
+  Duration headerTimeout = Connections.DEFAULT_HEADER_TIMEOUT;
+
+  @Option(names = "--idle-timeout", converter = DurationConverter.class, description = "A connection with no "
+      + "request in progress this long is closed (default 60s).")
+  Duration idleTimeout = Connections.DEFAULT_IDLE_TIMEOUT;
+
+  @Option(names = "--max-connections-per-client", description = "Connections one client address may hold open on "
+      + "each port; more are closed as they come (default ${DEFAULT-VALUE}).")
+  int maxConnectionsPerClient = Connections.DEFAULT_MAX_PER_CLIENT;
+
   @Option(names = "--alert", paramLabel = "KIND=URL[,jobs=GLOB]", description = "Send every report (of the jobs "
       + "matching GLOB) to a webhook (the report's JSON), Alertmanager (/api/v2/alerts) or Slack (incoming "
       + "webhook); repeatable. KIND: webhook, alertmanager, slack.")
@@ -157,6 +170,8 @@ public final class DaemonMain implements Callable<Integer> {
             .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
             .build()).metricsPort(metricsPort).webPort(webPort)
         .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure))
+        .connections(Connections.builder().headerTimeout(headerTimeout).idleTimeout(idleTimeout)
+            .maxPerClient(maxConnectionsPerClient).build())
         .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)
             .filter(a -> !a.isEmpty()).map(AlertTarget::parse).toList()).build();
     Daemon daemon;

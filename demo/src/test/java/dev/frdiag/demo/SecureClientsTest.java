@@ -73,4 +73,25 @@ class SecureClientsTest {
       }
     }
   }
+
+  @Test
+  void frDiagnoseInPlaintextAgainstATlsDaemonIsToldTheDaemonSpeaksTls() throws Exception {
+    TestCertificates ca = TestCertificates.authority(dir, "frdiag");
+    Path[] server = ca.server("daemon");
+    DaemonSettings settings = DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dir.resolve("data"))
+        .security(new Security(server[0], server[1], null, null, false)).build();
+    try (Daemon daemon = new Daemon(settings).start()) {
+      String address = "127.0.0.1:" + daemon.port();
+      StringWriter err = new StringWriter();
+      long start = System.nanoTime();
+      int code = FrDiagnose.run(new String[] {"--daemon", address, "jobs"}, new PrintWriter(new StringWriter(), true),
+          new PrintWriter(err, true));
+      assertThat(code).isEqualTo(ExitCode.UNREACHABLE_OR_UNKNOWN);
+      assertThat(err.toString()).isEqualTo("fr-diagnose: UNAVAILABLE: the daemon at " + address + " speaks TLS: give "
+          + "--tls-ca PEM (the CA that signed its certificate), and --token-file or --tls-cert/--tls-key if it asks "
+          + "who you are" + System.lineSeparator());
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).as("said at once, not after --timeout")
+          .isLessThan(Duration.ofSeconds(20));
+    }
+  }
 }

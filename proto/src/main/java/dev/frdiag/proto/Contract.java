@@ -3,8 +3,8 @@ package dev.frdiag.proto;
 import java.util.regex.Pattern;
 
 /**
- * What every part of frdiag agrees on besides the messages: where a daemon listens unless told otherwise, and which
- * job ids it takes.
+ * What every part of frdiag agrees on besides the messages: where a daemon listens unless told otherwise, which
+ * job ids it takes, and what its TLS port tells a plaintext client.
  */
 public final class Contract {
   /** The daemon's gRPC port unless told otherwise; agents, fr-diagnose and fr-sim look for it there. */
@@ -21,6 +21,12 @@ public final class Contract {
 
   /** {@link #JOB_ID} in words, for the messages that refuse an id. */
   public static final String JOB_ID_RULE = "use 1-128 of A-Z a-z 0-9 . _ - starting with a letter or digit";
+
+  /**
+   * What a daemon's TLS port answers each call of a client that speaks plaintext to it, as the description of an
+   * UNAVAILABLE status; clients recognise it to say what to do.
+   */
+  public static final String SPEAKS_TLS = "this port speaks TLS: connect with TLS (--tls-ca)";
 
   private Contract() {}
 }

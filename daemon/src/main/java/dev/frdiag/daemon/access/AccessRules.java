@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.frdiag.proto.BearerToken;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,7 +16,9 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,6 +75,30 @@ public final class AccessRules {
   public Principal byCertificate(String subject) {
     reloadIfChanged();
     return rules.byCertificate().get(subject);
+  }
+
+  /**
+   * The caller a request names by its {@code Authorization: Bearer} header, else by its client certificate's subject
+   * (either may be null); empty, with the reason told to {@code denied}, when the file knows neither.
+   */
+  public Optional<Principal> caller(String authorization, String certificateSubject, Consumer<String> denied) {
+    if (authorization != null) {
+      String token = BearerToken.parseHeader(authorization);
+      Principal p = token == null ? null : byToken(token);
+      if (p == null) {
+        denied.accept("unknown_token");
+      }
+      return Optional.ofNullable(p);
+    }
+    if (certificateSubject != null) {
+      Principal p = byCertificate(certificateSubject);
+      if (p == null) {
+        denied.accept("unknown_certificate");
+      }
+      return Optional.ofNullable(p);
+    }
+    denied.accept("no_credentials");
+    return Optional.empty();
   }
 
   /** Reads the file again when its modification time changed. */

@@ -13,6 +13,9 @@ import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 
 /**
@@ -42,6 +45,14 @@ public final class DaemonMetrics {
       .labelNames("kind").register(registry);
   private final Counter accessDenied = Counter.builder().name("frdiag_access_denied_total")
       .help("Calls refused by authentication or authorization, by reason").labelNames("reason").register(registry);
+  private final Counter connectionsRefused = Counter.builder().name("frdiag_connections_refused_total")
+      .help("Connections closed as they came, over a bound: per_client (one address's share) or port_full, by port")
+      .labelNames("port", "reason").register(registry);
+  /** Each port's count of open connections, read at every scrape. */
+  private final Map<String, IntSupplier> openConnections = new ConcurrentHashMap<>();
+  private final GaugeWithCallback connections = GaugeWithCallback.builder().name("frdiag_connections")
+      .help("Connections open, by port").labelNames("port")
+      .callback(cb -> openConnections.forEach((p, n) -> cb.call(n.getAsInt(), p))).register(registry);
 
   /** Counts that no registry or store backs; what a daemon part uses when built on its own (tests). */
   public DaemonMetrics() {
@@ -86,6 +97,16 @@ public final class DaemonMetrics {
     GaugeWithCallback.builder().name("frdiag_intake_lag_seconds").help("How long the oldest message the daemon has "
         + "not read yet has waited for a thread; above the heartbeat interval, ranks' silence is judged as of then")
         .unit(null).callback(cb -> cb.call(lagNanos.getAsLong() / 1e9)).register(registry);
+  }
+
+  /** Serves the connections {@code port} ("grpc", "metrics", "web") holds open, as {@code open} counts them. */
+  public void watchConnections(String port, IntSupplier open) {
+    openConnections.put(port, open);
+  }
+
+  /** A connection to {@code port} closed as it came, for {@code reason}. */
+  public void connectionRefused(String port, String reason) {
+    connectionsRefused.labelValues(port, reason).inc();
   }
 
   /** The registry a {@link MetricsServer} serves. */

@@ -31,11 +31,12 @@ import java.util.Objects;
  *     default, for embedded daemons) serves none; {@code fr-daemon} serves it on {@value #DEFAULT_METRICS_PORT}
  * @param webPort the web view's port on the bind address, as {@code metricsPort}; {@code fr-daemon} serves it on
  *     {@value #DEFAULT_WEB_PORT}
+ * @param connections what every port grants one connection and one client (default {@link Connections#defaults()})
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
     int maxMessageBytes, int window, Limits limits, int metricsPort, Security security, List<AlertTarget> alerts,
-    int webPort) {
+    int webPort, Connections connections) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = Contract.DEFAULT_PORT;
@@ -54,6 +55,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     Objects.requireNonNull(dataDir, "dataDir");
     Objects.requireNonNull(limits, "limits");
     Objects.requireNonNull(security, "security");
+    Objects.requireNonNull(connections, "connections");
     alerts = List.copyOf(alerts);
     if (port < 0 || port > 65_535) {
       throw new IllegalArgumentException("port must be within 0..65535, got " + port);
@@ -108,6 +110,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private int webPort = -1;
     private Security security = Security.none();
     private List<AlertTarget> alerts = List.of();
+    private Connections connections = Connections.defaults();
 
     public Builder bindAddress(String v) {
       bindAddress = v;
@@ -184,10 +187,15 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder connections(Connections v) {
+      connections = v;
+      return this;
+    }
+
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
-          window, limits, metricsPort, security, alerts, webPort);
+          window, limits, metricsPort, security, alerts, webPort, connections);
     }
   }
 }

@@ -1,64 +1,50 @@
 package dev.frdiag.daemon.web;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsExchange;
-import com.sun.net.httpserver.HttpsParameters;
-import com.sun.net.httpserver.HttpsServer;
 import dev.frdiag.analysis.Ranks;
 import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Principal;
+import dev.frdiag.daemon.ports.ConnectionGate;
+import dev.frdiag.daemon.ports.HttpPort;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.settings.Connections;
 import dev.frdiag.daemon.store.ReportStore;
-import dev.frdiag.proto.BearerToken;
 import dev.frdiag.proto.v1.JobSummary;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportHtml;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.UntrustedText;
-import java.io.IOException;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
-import java.security.cert.Certificate;
-import java.security.cert.X509Certificate;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.function.Consumer;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLPeerUnverifiedException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The daemon's web view on its own HTTP(S) port: the jobs ({@code /}), a job's reports ({@code /jobs/J}) and one
  * report's page ({@code /reports/ID}, its JSON at {@code /reports/ID.json}), behind the same access rules as the
- * gRPC services: a caller reads only the jobs it is a reader of, by bearer token or client certificate.
+ * gRPC services: a caller reads only the jobs it is a reader of, by bearer token or client certificate. A job or
+ * report the caller may not read is answered exactly as one that does not exist, so a stranger cannot tell which
+ * exist.
  *
- * <p>Served by the JDK's HTTP server, like the metrics port: pages are small, few people look at once, and TLS comes
- * from the same SSLContext as the daemon's other ports.
+ * <p>Served by an {@link HttpPort}, which slow and idle clients cannot hold; TLS comes from the same SSLContext as
+ * the daemon's other ports.
  */
 public final class WebServer implements AutoCloseable {
-  private static final Logger log = LoggerFactory.getLogger(WebServer.class);
   /** Pages run only their own inline script and style, and load nothing from anywhere. */
   static final String CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; "
       + "script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  /** Pages are small and made in milliseconds: two threads serve many readers. */
+  static final int THREADS = 2;
 
-  private final HttpServer server;
-  private final ExecutorService executor;
+  private final HttpPort port;
   private final ReportStore store;
   private final JobRegistry registry;
   private final AccessRules rules;
@@ -70,53 +56,33 @@ public final class WebServer implements AutoCloseable {
    *
    * @param rules who may read which job; null lets every caller read every job (no access file)
    * @param denied told the reason of every refusal (for metrics)
+   * @param refusedConnection told the reason of every connection turned away ({@link dev.frdiag.daemon.ports.ConnectionGate})
    * @throws UncheckedIOException when the port cannot be bound
    */
   public WebServer(ReportStore store, JobRegistry registry, AccessRules rules, Consumer<String> denied, String bind,
-      int port, SSLContext tls, boolean requireClientCertificate) {
+      int port, SSLContext tls, boolean requireClientCertificate, Connections connections,
+      Consumer<String> refusedConnection) {
     this.store = store;
     this.registry = registry;
     this.rules = rules;
     this.denied = denied;
-    try {
-      InetSocketAddress address = new InetSocketAddress(InetAddress.getByName(bind), port);
-      if (tls == null) {
-        server = HttpServer.create(address, 64);
-      } else {
-        HttpsServer https = HttpsServer.create(address, 64);
-        https.setHttpsConfigurator(new HttpsConfigurator(tls) {
-          @Override
-          public void configure(HttpsParameters params) {
-            // The server only asks for a client certificate through SSLParameters; the older setter is ignored.
-            SSLParameters p = getSSLContext().getDefaultSSLParameters();
-            p.setNeedClientAuth(requireClientCertificate);
-            params.setSSLParameters(p);
-          }
-        });
-        server = https;
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot serve the web view on " + bind + ":" + port + ": " + e.getMessage(), e);
-    }
-    executor = Executors.newFixedThreadPool(2, r -> {
-      Thread t = new Thread(r, "frdiag-web");
-      t.setDaemon(true);
-      return t;
-    });
-    server.setExecutor(executor);
-    server.createContext("/", this::handle);
-    server.start();
+    this.port = new HttpPort("web", bind, port, tls, requireClientCertificate, connections, THREADS, this::answer,
+        refusedConnection);
   }
 
   /** The bound port (the real one when started with port 0). */
   public int port() {
-    return server.getAddress().getPort();
+    return port.port();
+  }
+
+  /** The port's connections, as its bounds count them. */
+  public ConnectionGate connections() {
+    return port.gate();
   }
 
   @Override
   public void close() {
-    server.stop(0);
-    executor.shutdownNow();
+    port.close();
   }
 
   /** A page or document to send. */
@@ -126,50 +92,33 @@ public final class WebServer implements AutoCloseable {
     }
   }
 
-  private void handle(HttpExchange ex) throws IOException {
-    Response r;
-    try {
-      r = respond(ex);
-    } catch (RuntimeException e) {
-      log.warn("web view: {} {} failed", ex.getRequestMethod(), ex.getRequestURI().getRawPath(), e);
-      r = error(500, "Internal error", "The page could not be made; the daemon's log says why.");
-    }
-    byte[] body = r.body().getBytes(StandardCharsets.UTF_8);
-    ex.getResponseHeaders().set("Content-Type", r.contentType());
-    ex.getResponseHeaders().set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
-    ex.getResponseHeaders().set("X-Content-Type-Options", "nosniff");
-    ex.getResponseHeaders().set("Cache-Control", "no-store");
-    if (r.status() == 401) {
-      ex.getResponseHeaders().set("WWW-Authenticate", "Bearer");
-    }
-    boolean head = ex.getRequestMethod().equals("HEAD");
-    ex.sendResponseHeaders(r.status(), head ? -1 : body.length);
-    if (!head) {
-      try (OutputStream out = ex.getResponseBody()) {
-        out.write(body);
-      }
-    }
-    ex.close();
+  private HttpPort.Response answer(HttpPort.Request request) {
+    Response r = respond(request);
+    HttpPort.Response out = HttpPort.Response.text(r.status(), r.contentType(), r.body())
+        .with("Content-Security-Policy", CONTENT_SECURITY_POLICY).with("X-Content-Type-Options", "nosniff")
+        .with("Cache-Control", "no-store");
+    return r.status() == 401 ? out.with("WWW-Authenticate", "Bearer") : out;
   }
 
-  private Response respond(HttpExchange ex) {
-    String method = ex.getRequestMethod();
+  private Response respond(HttpPort.Request request) {
+    String method = request.method();
     if (!method.equals("GET") && !method.equals("HEAD")) {
       return error(405, "Method not allowed", "The web view only reads.");
     }
-    Optional<Principal> who = principal(ex);
+    Optional<Principal> who = principal(request);
     if (who.isEmpty()) {
       return error(401, "Who are you?", "This daemon needs a token (Authorization: Bearer …) or a client "
           + "certificate it knows.");
     }
-    String path = ex.getRequestURI().getRawPath();
+    String path = request.rawPath();
     if (path.equals("/")) {
       return Response.page(200, jobs(who.get()));
     }
     if (path.startsWith("/jobs/")) {
       String job = decode(path.substring("/jobs/".length()));
       if (!who.get().mayRead(job)) {
-        return forbidden(job);
+        denied.accept("not_reader");
+        return noSuchJob();
       }
       return Response.page(200, reports(job));
     }
@@ -177,12 +126,13 @@ public final class WebServer implements AutoCloseable {
       String id = decode(path.substring("/reports/".length()));
       boolean json = id.endsWith(".json");
       Optional<Report> report = store.get(json ? id.substring(0, id.length() - 5) : id);
-      if (report.isEmpty()) {
-        return error(404, "No such report", "There is no report " + id + ".");
+      if (report.isPresent() && !who.get().mayRead(report.get().job())) {
+        denied.accept("not_reader");
+        report = Optional.empty();
       }
-      if (!who.get().mayRead(report.get().job())) {
-        // Said as for a job the caller may not read, whether or not the report exists there.
-        return forbidden(report.get().job());
+      if (report.isEmpty()) {
+        // The same answer whether the report does not exist or is another job's: ids are not to be probed.
+        return error(404, "No such report", "There is no report by that id that you may read.");
       }
       return json ? new Response(200, "application/json; charset=utf-8", ReportJson.write(report.get()))
           : Response.page(200, ReportHtml.page(report.get(), List.of(new ReportHtml.Link("all jobs", "/"),
@@ -192,9 +142,9 @@ public final class WebServer implements AutoCloseable {
     return error(404, "Not found", "Nothing is served at " + path + ".");
   }
 
-  private Response forbidden(String job) {
-    denied.accept("not_reader");
-    return error(403, "Not yours to read", "Your token or certificate is not a reader of job " + job + ".");
+  /** What a caller who may not read a job is told, whether or not the job exists. */
+  private static Response noSuchJob() {
+    return error(404, "No such job", "There is no job by that name that you may read.");
   }
 
   private static Response error(int status, String title, String text) {
@@ -202,35 +152,9 @@ public final class WebServer implements AutoCloseable {
         "<section><h1>" + h(title) + "</h1><p>" + h(text) + "</p></section>"));
   }
 
-  private Optional<Principal> principal(HttpExchange ex) {
-    if (rules == null) {
-      return Optional.of(Principal.OPEN);
-    }
-    String header = ex.getRequestHeaders().getFirst("Authorization");
-    if (header != null) {
-      String token = BearerToken.parseHeader(header);
-      Principal p = token == null ? null : rules.byToken(token);
-      if (p == null) {
-        denied.accept("unknown_token");
-      }
-      return Optional.ofNullable(p);
-    }
-    if (ex instanceof HttpsExchange https) {
-      try {
-        Certificate[] chain = https.getSSLSession().getPeerCertificates();
-        if (chain.length > 0 && chain[0] instanceof X509Certificate x) {
-          Principal p = rules.byCertificate(x.getSubjectX500Principal().getName());
-          if (p == null) {
-            denied.accept("unknown_certificate");
-          }
-          return Optional.ofNullable(p);
-        }
-      } catch (SSLPeerUnverifiedException e) {
-        // No client certificate: fall through to "no credentials".
-      }
-    }
-    denied.accept("no_credentials");
-    return Optional.empty();
+  private Optional<Principal> principal(HttpPort.Request request) {
+    return rules == null ? Optional.of(Principal.OPEN)
+        : rules.caller(request.header("Authorization"), request.clientCertificateSubject(), denied);
   }
 
   /** Every job the caller may read: those the daemon tracks now and those with stored reports. */

@@ -1,7 +1,6 @@
 package dev.frdiag.daemon.web;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.settings.DaemonSettings;
@@ -19,6 +18,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import javax.net.ssl.SSLContext;
@@ -105,10 +105,28 @@ class WebViewTest {
     assertThat(ReportJson.read(get("/reports/" + a.reportId() + ".json", READER_A).body())).isEqualTo(a);
     assertThat(get("/jobs/a", READER_A).body()).contains(a.reportId());
 
-    assertThat(get("/reports/" + b.reportId(), READER_A).statusCode()).isEqualTo(403);
-    assertThat(get("/reports/" + b.reportId() + ".json", READER_A).statusCode()).isEqualTo(403);
-    assertThat(get("/jobs/b", READER_A).statusCode()).isEqualTo(403);
+    assertThat(get("/reports/" + b.reportId(), READER_A).statusCode()).isEqualTo(404);
+    assertThat(get("/reports/" + b.reportId() + ".json", READER_A).statusCode()).isEqualTo(404);
+    assertThat(get("/jobs/b", READER_A).statusCode()).isEqualTo(404);
     assertThat(get("/reports/" + b.reportId(), READER_B).statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void anotherJobsReportIsAnsweredExactlyAsOneThatDoesNotExist() throws Exception {
+    start(accessFile());
+    Report b = stored("b");
+    String missing = "b-" + "9".repeat(b.reportId().length() - 2);
+    for (String suffix : List.of("", ".json")) {
+      HttpResponse<String> notYours = get("/reports/" + b.reportId() + suffix, READER_A);
+      HttpResponse<String> notThere = get("/reports/" + missing + suffix, READER_A);
+      assertThat(notYours.statusCode()).isEqualTo(404).isEqualTo(notThere.statusCode());
+      assertThat(notYours.body()).isEqualTo(notThere.body()).doesNotContain(b.reportId());
+      assertThat(notYours.headers().map()).isEqualTo(notThere.headers().map());
+    }
+    HttpResponse<String> jobNotYours = get("/jobs/b", READER_A);
+    HttpResponse<String> jobNotThere = get("/jobs/c", READER_A);
+    assertThat(jobNotYours.statusCode()).isEqualTo(404).isEqualTo(jobNotThere.statusCode());
+    assertThat(jobNotYours.body()).isEqualTo(jobNotThere.body());
   }
 
   @Test
@@ -154,10 +172,11 @@ class WebViewTest {
         ServerTls strangerTls = new ServerTls(stranger[0], stranger[1], ca.caCertificate(), scheduler)) {
       URI page = URI.create("https://127.0.0.1:" + daemon.webPort() + "/reports/" + a.reportId());
       assertThat(https(viewerTls.sslContext(), page).statusCode()).isEqualTo(200);
-      assertThat(https(strangerTls.sslContext(), page).statusCode()).isEqualTo(403);
-      assertThatThrownBy(() -> http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + daemon.webPort()
-          + "/")).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString()))
-          .isInstanceOf(IOException.class);
+      assertThat(https(strangerTls.sslContext(), page).statusCode()).isEqualTo(404);
+      HttpResponse<String> plaintext = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+          + daemon.webPort() + "/")).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(plaintext.statusCode()).as("a plaintext client is told, and served nothing").isEqualTo(400);
+      assertThat(plaintext.body()).isEqualTo("This port speaks TLS: use https://\n");
     } finally {
       scheduler.shutdownNow();
     }

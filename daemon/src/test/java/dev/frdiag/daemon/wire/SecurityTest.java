@@ -153,8 +153,12 @@ class SecurityTest {
 
     ManagedChannel plain = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext().build();
     channels.add(plain);
-    assertThat(code(() -> HealthGrpc.newBlockingStub(plain).withDeadlineAfter(5, TimeUnit.SECONDS)
-        .check(HealthCheckRequest.getDefaultInstance()))).isEqualTo(Status.Code.UNAVAILABLE);
+    StatusRuntimeException refused = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+        () -> HealthGrpc.newBlockingStub(plain).withDeadlineAfter(5, TimeUnit.SECONDS)
+            .check(HealthCheckRequest.getDefaultInstance()));
+    assertThat(refused.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+    assertThat(refused.getStatus().getDescription()).as("the client is told why, not only that it failed")
+        .isEqualTo("this port speaks TLS: connect with TLS (--tls-ca)");
   }
 
   @Test
