@@ -199,8 +199,10 @@ public final class Daemon implements AutoCloseable {
       try {
         boolean clientCertificates = settings.security().tlsClientCa() != null;
         if (settings.metricsPort() >= 0) {
+          // With an access file, scrapers show its credentials too, unless the operator opened the port on purpose.
+          AccessRules scrapers = settings.security().openMetrics() ? null : rules;
           metricsServer = new MetricsServer(metrics, settings.bindAddress(), settings.metricsPort(),
-              tls == null ? null : tls.sslContext(), clientCertificates, null, metrics::accessDenied,
+              tls == null ? null : tls.sslContext(), clientCertificates, scrapers, metrics::accessDenied,
               settings.connections(), reason -> metrics.connectionRefused("metrics", reason));
           metrics.watchConnections("metrics", metricsServer.connections()::open);
         }
@@ -244,29 +246,48 @@ public final class Daemon implements AutoCloseable {
     return server.getPort();
   }
 
-  /**
-   * Refuses plaintext beyond loopback unless asked for: anyone who reaches the port could read every job's reports
-   * and feed any job records.
-   */
   private void checkExposure() {
-    if (address == null || settings.security().tls()) {
-      return;
+    if (address != null) {
+      exposure(settings.bindAddress(), settings.port(), settings.security()).forEach(log::warn);
     }
+  }
+
+  /**
+   * Refuses to serve beyond loopback in plaintext or without an access file, unless asked for: anyone who reaches
+   * the port could read every job's reports, feed any job false records and have a false report written. Returns the
+   * warnings to log for what was asked for.
+   *
+   * @throws IllegalStateException naming what is missing and how to ask for it
+   */
+  static java.util.List<String> exposure(String bindAddress, int port, Security security) {
     boolean loopback;
     try {
-      loopback = java.net.InetAddress.getByName(settings.bindAddress()).isLoopbackAddress();
+      loopback = java.net.InetAddress.getByName(bindAddress).isLoopbackAddress();
     } catch (java.net.UnknownHostException e) {
-      throw new IllegalArgumentException("cannot resolve --bind " + settings.bindAddress() + ": " + e.getMessage());
+      throw new IllegalArgumentException("cannot resolve --bind " + bindAddress + ": " + e.getMessage());
     }
     if (loopback) {
-      return;
+      return java.util.List.of();
     }
-    if (!settings.security().insecure()) {
-      throw new IllegalStateException("refusing to serve " + settings.bindAddress() + " in plaintext: give "
+    if (!security.tls() && !security.insecure()) {
+      throw new IllegalStateException("refusing to serve " + bindAddress + " in plaintext: give "
           + "--tls-cert and --tls-key (and --access-file), or --insecure to serve without TLS on purpose");
     }
-    log.warn("serving {} WITHOUT TLS (--insecure): anyone who reaches port {} can read reports and feed jobs",
-        settings.bindAddress(), settings.port());
+    if (security.accessFile() == null && !security.openAccess()) {
+      throw new IllegalStateException("refusing to serve " + bindAddress + " without --access-file: anyone who "
+          + "reaches it could stream false records for any job and read every report; give --access-file (README, "
+          + "\"Serving a cluster\"), or --open-access to let everyone in on purpose");
+    }
+    java.util.List<String> warnings = new java.util.ArrayList<>();
+    if (!security.tls()) {
+      warnings.add("serving " + bindAddress + " WITHOUT TLS (--insecure): anyone who reaches port " + port
+          + " can read reports and feed jobs");
+    }
+    if (security.openAccess()) {
+      warnings.add("OPEN ACCESS (--open-access): serving " + bindAddress + " with no access file; anyone who reaches "
+          + "port " + port + " may stream for, read and diagnose any job, bound only to the host that first wrote it");
+    }
+    return warnings;
   }
 
   /** The Prometheus endpoint's port; -1 when metrics are not served. */

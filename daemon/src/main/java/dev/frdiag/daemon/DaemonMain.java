@@ -112,11 +112,20 @@ public final class DaemonMain implements Callable<Integer> {
   Path tlsClientCa;
 
   @Option(names = "--access-file", paramLabel = "JSON", description = "Who may write, read and operate which "
-      + "jobs (tokens by SHA-256, certificate subjects); reloaded when it changes. Without it, anyone may.")
+      + "jobs (tokens by SHA-256, certificate subjects); reloaded when it changes. Needed beyond loopback; without "
+      + "it, anyone who reaches the daemon may.")
   Path accessFile;
 
   @Option(names = "--insecure", description = "Serve a non-loopback --bind without TLS (refused otherwise).")
   boolean insecure;
+
+  @Option(names = "--open-access", description = "Serve a non-loopback --bind without an access file (refused "
+      + "otherwise): anyone who reaches the daemon may stream for, read and diagnose any job. Logged as a warning.")
+  boolean openAccess;
+
+  @Option(names = "--open-metrics", description = "Let anyone scrape /metrics though --access-file is given "
+      + "(otherwise a scraper needs a token or client certificate the file knows).")
+  boolean openMetrics;
 
   @Option(names = "--header-timeout", converter = DurationConverter.class, description = "How long a new "
       + "connection, on any port, has to finish its TLS handshake and send a whole request (default 10s).")
@@ -169,7 +178,7 @@ public final class DaemonMain implements Callable<Integer> {
             .diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
             .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
             .build()).metricsPort(metricsPort).webPort(webPort)
-        .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure))
+        .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure, openAccess, openMetrics))
         .connections(Connections.builder().headerTimeout(headerTimeout).idleTimeout(idleTimeout)
             .maxPerClient(maxConnectionsPerClient).build())
         .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)

@@ -4,9 +4,11 @@ import java.nio.file.Path;
 
 /**
  * How the daemon protects itself: TLS files (all null for plaintext), the access file (null: everyone may do
- * everything), and whether plaintext on a non-loopback address was asked for on purpose.
+ * everything), and what was asked for on purpose beyond loopback: plaintext ({@code insecure}), no access file
+ * ({@code openAccess}), and metrics anyone may scrape though an access file is given ({@code openMetrics}).
  */
-public record Security(Path tlsCert, Path tlsKey, Path tlsClientCa, Path accessFile, boolean insecure) {
+public record Security(Path tlsCert, Path tlsKey, Path tlsClientCa, Path accessFile, boolean insecure,
+    boolean openAccess, boolean openMetrics) {
   public Security {
     if ((tlsCert == null) != (tlsKey == null)) {
       throw new IllegalArgumentException("--tls-cert and --tls-key go together");
@@ -14,6 +16,17 @@ public record Security(Path tlsCert, Path tlsKey, Path tlsClientCa, Path accessF
     if (tlsClientCa != null && tlsCert == null) {
       throw new IllegalArgumentException("--tls-client-ca needs --tls-cert and --tls-key");
     }
+    if (openAccess && accessFile != null) {
+      throw new IllegalArgumentException("--open-access and --access-file contradict each other: give one");
+    }
+    if (openMetrics && accessFile == null) {
+      throw new IllegalArgumentException("--open-metrics only means something with --access-file");
+    }
+  }
+
+  /** TLS files and access file, and nothing asked for beyond them. */
+  public Security(Path tlsCert, Path tlsKey, Path tlsClientCa, Path accessFile, boolean insecure) {
+    this(tlsCert, tlsKey, tlsClientCa, accessFile, insecure, false, false);
   }
 
   /** Plaintext, no access rules: for a daemon on loopback, tests and the demo. */
