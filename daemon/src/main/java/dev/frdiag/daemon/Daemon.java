@@ -2,6 +2,7 @@ package dev.frdiag.daemon;
 
 import dev.frdiag.daemon.settings.DaemonSettings;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
+import dev.frdiag.daemon.access.Access;
 import dev.frdiag.daemon.access.AccessInterceptor;
 import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Security;
@@ -161,9 +162,13 @@ public final class Daemon implements AutoCloseable {
     health.setStatus("", HealthCheckResponse.ServingStatus.NOT_SERVING);
   }
 
-  /** Health and reflection stay open (load balancers, grpcurl); the frdiag services are behind the access rules. */
+  /**
+   * Health and reflection stay open (load balancers, grpcurl); the frdiag services are behind the access rules, and
+   * know where each call comes from (a job is bound to its writers).
+   */
   private static ServerServiceDefinition guarded(ServerServiceDefinition service, ServerInterceptor access) {
-    return access == null ? service : ServerInterceptors.intercept(service, access);
+    ServerServiceDefinition located = ServerInterceptors.intercept(service, Access.peers());
+    return access == null ? located : ServerInterceptors.intercept(located, access);
   }
 
   private static NettyServerBuilder netty(DaemonSettings settings, ServerTls tls) {

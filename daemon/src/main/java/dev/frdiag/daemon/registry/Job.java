@@ -15,6 +15,7 @@ import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -44,6 +45,12 @@ public final class Job {
   /** Daemon monotonic time of the last thing heard from or about the job; idle jobs expire from it. */
   @GuardedBy("lock")
   private long lastActivityNanos;
+  /**
+   * Who may write the job ({@link #admitWriter}): the writers that registered its ranks, each as the access layer
+   * names it. At most as many as the ranks that joined, one new writer per rank at most.
+   */
+  @GuardedBy("lock")
+  private final Set<String> writers = new HashSet<>();
   /** The scheduler's names for the job, as its ranks' Hellos gave them; the newest Hello wins a key. */
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
@@ -74,6 +81,22 @@ public final class Job {
     synchronized (lock) {
       ranks.attach(identity, groups, link, session, dropped, nowNanos, nowMs);
       lastActivityNanos = nowNanos;
+    }
+  }
+
+  /**
+   * Whether {@code writer} may register ranks of this job or post its node context: the job is bound to the writers
+   * that registered its ranks. The first writer binds it; another joins while a rank of the job is connected (the
+   * job's other hosts, starting); once none is, only the job's writers may come back, so that nobody else can
+   * register an ended job's ranks with a fabricated ring, nor hold its shape and lock the real job out.
+   */
+  public boolean admitWriter(String writer) {
+    synchronized (lock) {
+      if (writers.isEmpty() || writers.contains(writer) || ranks.all().stream().anyMatch(RankState::live)) {
+        writers.add(writer);
+        return true;
+      }
+      return false;
     }
   }
 

@@ -70,6 +70,11 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       out.onError(e);
       return;
     }
+    if (registry.find(node.getJobId()).filter(j -> !j.admitWriter(Access.writer())).isPresent()) {
+      metrics.accessDenied("not_job_writer");
+      out.onError(notJobWriter(node.getJobId()));
+      return;
+    }
     try {
       MessageValidator.context(node);
     } catch (IllegalArgumentException e) {
@@ -88,6 +93,11 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         node.getFindingsCount());
     out.onNext(ContextAck.getDefaultInstance());
     out.onCompleted();
+  }
+
+  private static StatusRuntimeException notJobWriter(String job) {
+    return Status.PERMISSION_DENIED.withDescription("job '" + job + "' is bound to the writers that registered its "
+        + "ranks, and none of its ranks is connected: only they may write it again").asRuntimeException();
   }
 
   @Override
@@ -160,8 +170,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       } catch (LimitExceededException e) {
         fail(Status.RESOURCE_EXHAUSTED.withDescription(e.getMessage()));
       } catch (StatusRuntimeException e) {
-        // Access refused: the caller is not a writer of the job it names.
-        metrics.accessDenied("not_writer");
+        // Access refused (and counted where refused): the caller is not a writer of the job it names.
         fail(e.getStatus());
       } catch (ClaimRefusedException e) {
         // Retryable for the client: once the live stream (or the live shape) is gone, the same Hello is accepted.
@@ -227,8 +236,18 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       MessageValidator.hello(hello, known);
       RankIdentity who = hello.getIdentity();
       // Before the job exists: a stranger can neither create a job nor fix its shape.
-      Access.requireWriter(who.getJobId());
+      try {
+        Access.requireWriter(who.getJobId());
+      } catch (StatusRuntimeException e) {
+        metrics.accessDenied("not_writer");
+        throw e;
+      }
       Job j = registry.getOrCreate(who.getJobId(), who.getWorldSize(), millis.getAsLong(), now);
+      // Before the rank is taken or the shape compared: an ended job's ranks are not anybody's to claim.
+      if (!j.admitWriter(Access.writer())) {
+        metrics.accessDenied("not_job_writer");
+        throw notJobWriter(who.getJobId());
+      }
       j.attach(who, hello.getProcessGroupsList(), this, id, hello.getDroppedRecords(), now, millis.getAsLong());
       j.scheduler(hello.getSchedulerMap());
       this.job = j;
