@@ -82,7 +82,7 @@ public final class HttpPort implements AutoCloseable {
 
   /** What a client asked. */
   public record Request(String method, String rawPath, String rawQuery, Headers headers,
-      String clientCertificateSubject, InetAddress client) {
+      String clientCertificateSubject) {
     /** The first value of a header, or null. */
     public String header(String name) {
       return headers.first(name);
@@ -374,8 +374,7 @@ public final class HttpPort implements AutoCloseable {
           return h.getAll(headerName);
         }
       };
-      return new Request(request.method().name(), uri.rawPath(), uri.rawQuery(), headers, certificateSubject(ctx),
-          client);
+      return new Request(request.method().name(), uri.rawPath(), uri.rawQuery(), headers, certificateSubject(ctx));
     }
 
     private void write(ChannelHandlerContext ctx, Response r, boolean keepAlive, boolean head) {
