@@ -88,8 +88,9 @@ class SlowClientsTest {
 
   private static void logTimes(String what, List<Long> millis) {
     List<Long> sorted = millis.stream().sorted().toList();
-    log.info("{}: {} of 12 served; median {} ms, slowest {} ms", what, sorted.size(),
-        sorted.isEmpty() ? "-" : sorted.get(sorted.size() / 2), sorted.isEmpty() ? "-" : sorted.get(sorted.size() - 1));
+    log.info("{}: {} of 12 served; median {} ms, slowest {} ms; in order {}", what, sorted.size(),
+        sorted.isEmpty() ? "-" : sorted.get(sorted.size() / 2), sorted.isEmpty() ? "-" : sorted.get(sorted.size() - 1),
+        millis);
   }
 
   /** One request before the slow clients come, given all the time it needs: the port serves, its code is loaded. */
