@@ -1,10 +1,16 @@
 package dev.frdiag.evidence;
 
 import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.analysis.RankTimeline;
+import dev.frdiag.analysis.TimelineEvidence;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.ContextFindings;
 import dev.frdiag.readers.context.NodeLogs;
+import dev.frdiag.readers.kineto.KinetoTrace;
+import dev.frdiag.readers.kineto.KinetoTraceReader;
+import dev.frdiag.readers.kineto.RankTrace;
+import dev.frdiag.readers.kineto.TraceFormatException;
 import dev.frdiag.readers.nccl.NcclLog;
 import dev.frdiag.readers.nccl.NcclLogParser;
 import dev.frdiag.readers.nccl.NotAnNcclLogException;
@@ -40,7 +46,7 @@ import java.util.stream.Stream;
 /**
  * Reads what a job left behind (folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training
  * logs with watchdog lines, kernel logs with Xid lines, launcher output, NCCL RAS reports, the ranks' Python stack
- * dumps) into the one
+ * dumps, PyTorch profiler traces) into the one
  * {@link JobEvidence} the analysis takes. Each file's kind is told by its content; a file that cannot be read is
  * reported and the others are still read. Immutable; each {@link #read} is independent.
  */
@@ -76,10 +82,20 @@ public final class EvidenceReader {
    *     nothing about where the job is: with only those, every rank would look idle and the job healthy)
    * @param dumpFiles the Flight Recorder dump files read or tried
    * @param logFiles the log files read
+   * @param timelines when profiler traces were read: every rank's collectives as they show them, for the
+   *     straggler analysis
+   * @param traceFiles the profiler trace files read or tried
    */
-  public record Gathered(Optional<JobEvidence> evidence, int dumpFiles, int logFiles) {
+  public record Gathered(Optional<JobEvidence> evidence, int dumpFiles, int logFiles,
+      Optional<TimelineEvidence> timelines, int traceFiles) {
     public Gathered {
       Objects.requireNonNull(evidence, "evidence");
+      Objects.requireNonNull(timelines, "timelines");
+    }
+
+    /** What reading gave without profiler traces. */
+    public Gathered(Optional<JobEvidence> evidence, int dumpFiles, int logFiles) {
+      this(evidence, dumpFiles, logFiles, Optional.empty(), 0);
     }
   }
 
@@ -106,6 +122,7 @@ public final class EvidenceReader {
     private final StackDumpReader stacks = StackDumpReader.create();
     private final OfflineEvidence evidence = new OfflineEvidence().worldSize(worldSize);
     private final List<String> notes = new ArrayList<>();
+    private final List<Path> traces = new ArrayList<>();
     private int dumpFiles;
     private int logFiles;
 
@@ -135,12 +152,19 @@ public final class EvidenceReader {
           }
         }
       }
+      TraceTimelines timelines = new TraceTimelines();
+      if (!traces.isEmpty()) {
+        try (ReadProgress.Batch batch = progress.batch("traces", traces.size())) {
+          traces(timelines, batch);
+        }
+        timelines.problems().forEach(progress::problem);
+      }
       for (String note : notes) {
         progress.note(note);
         evidence.unread(note);
       }
       return new Gathered(evidence.isEmpty() ? Optional.empty() : Optional.of(evidence.build(job)), dumpFiles,
-          logFiles);
+          logFiles, timelines.build(job), traces.size());
     }
 
     /**
@@ -154,7 +178,7 @@ public final class EvidenceReader {
         // A folder of the ranks' stack dumps (what their worker servers answered) is evidence beside dumps read
         // from elsewhere.
         List<Path> beside = besideDumps(dir, Set.of());
-        if (beside.stream().noneMatch(f -> kind(f) == InputKind.STACK_DUMP)) {
+        if (beside.stream().noneMatch(f -> kind(f) == InputKind.STACK_DUMP || kind(f) == InputKind.PROFILER_TRACE)) {
           throw new UnusableInputException(e.getMessage(), e);
         }
         return beside;
@@ -185,7 +209,7 @@ public final class EvidenceReader {
       try (Stream<Path> others = Files.list(dir)) {
         for (Path f : others.filter(f -> !dumps.contains(f) && Files.isRegularFile(f)).sorted().toList()) {
           InputKind kind = InputKind.of(f);
-          if (kind.isLog() || kind == InputKind.STACK_DUMP) {
+          if (kind.isLog() || kind == InputKind.STACK_DUMP || kind == InputKind.PROFILER_TRACE) {
             out.add(f);
           }
         }
@@ -218,6 +242,8 @@ public final class EvidenceReader {
           log(file);
         }
         case STACK_DUMP -> stackDump(file);
+        // Read together once every path is listed, several at a time.
+        case PROFILER_TRACE -> traces.add(file);
         case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, stack dump or log this reader knows; skipped ("
             + LOOKED_FOR + "; " + found(file) + ")");
       }
@@ -316,6 +342,38 @@ public final class EvidenceReader {
       return inOrder;
     }
 
+    /**
+     * Reads the profiler traces on {@link #READ_THREADS} threads, one pass each, and hands each file's timelines
+     * on as soon as it is read, in the order the files were given.
+     */
+    private void traces(TraceTimelines timelines, ReadProgress.Batch batch) throws InterruptedException {
+      ExecutorService pool = Executors.newFixedThreadPool(READ_THREADS, r -> {
+        Thread t = new Thread(r, "fr-diagnose-trace");
+        t.setDaemon(true);
+        return t;
+      });
+      try {
+        List<Future<TraceRead>> reads = new ArrayList<>();
+        int submitted = 0;
+        for (int taken = 0; taken < traces.size(); taken++) {
+          while (submitted < traces.size() && submitted - taken < 2 * READ_THREADS) {
+            Path f = traces.get(submitted++);
+            reads.add(pool.submit(() -> readTrace(f)));
+          }
+          TraceRead r = result(reads.get(taken));
+          reads.set(taken, null);
+          if (r.problem() != null) {
+            progress.problem(r.problem());
+          } else {
+            timelines.add(r.trace(), r.timelines(), r.device());
+          }
+          batch.step();
+        }
+      } finally {
+        pool.shutdownNow();
+      }
+    }
+
     private DumpFileResult read(DumpFolder.DumpFile f) {
       try {
         return DumpFileResult.of(reader.read(f.path(), f.rank()));
@@ -344,7 +402,22 @@ public final class EvidenceReader {
     }
   }
 
-  private static DumpFileResult result(Future<DumpFileResult> f) throws InterruptedException {
+  /** What reading one trace file gave: its ranks' timelines, or why it could not be read. */
+  private record TraceRead(KinetoTrace trace, List<RankTimeline> timelines, boolean device, String problem) {}
+
+  private static TraceRead readTrace(Path file) {
+    try {
+      KinetoTrace t = KinetoTraceReader.create().read(file);
+      // Reduced to timelines on the reading thread: the kernel intervals go as soon as the overlap is known.
+      boolean device = t.ranks().stream().anyMatch(RankTrace::hasDevice);
+      return new TraceRead(t, TraceTimelines.of(t), device, null);
+    } catch (IOException e) {
+      return new TraceRead(null, List.of(), false, e instanceof TraceFormatException ? e.getMessage()
+          : "cannot read " + file + ": " + e.getMessage());
+    }
+  }
+
+  private static <T> T result(Future<T> f) throws InterruptedException {
     try {
       return f.get();
     } catch (ExecutionException e) {

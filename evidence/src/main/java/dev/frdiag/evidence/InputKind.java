@@ -1,5 +1,6 @@
 package dev.frdiag.evidence;
 
+import dev.frdiag.readers.kineto.KinetoTraceReader;
 import dev.frdiag.readers.pytorch.CollectiveErrorReader;
 import dev.frdiag.readers.pytorch.DistributedLines;
 import dev.frdiag.readers.pytorch.StackDumpReader;
@@ -9,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.regex.Pattern;
+import java.util.zip.GZIPInputStream;
 
 /** What a file given to {@link EvidenceReader} is, decided by its content, never by its name. */
 enum InputKind {
@@ -30,6 +32,8 @@ enum InputKind {
    * {@code dump_traceback}) or py-spy's ({@code pyspy_dump}).
    */
   STACK_DUMP,
+  /** A PyTorch profiler (Kineto) trace, {@code .json} or gzip-compressed, one rank's or several merged. */
+  PROFILER_TRACE,
   /** None of the above. */
   UNKNOWN;
 
@@ -52,6 +56,9 @@ enum InputKind {
     if (head.length == 0) {
       return UNKNOWN;
     }
+    if ((head[0] & 0xff) == 0x1f && head.length > 1 && (head[1] & 0xff) == 0x8b) {
+      return gzippedTrace(file) ? PROFILER_TRACE : UNKNOWN;
+    }
     // Pickle protocol 2+ starts with PROTO (0x80) and the version byte.
     if ((head[0] & 0xff) == 0x80 && head.length > 1 && head[1] >= 2 && head[1] <= 5) {
       return PICKLE_DUMP;
@@ -61,6 +68,10 @@ enum InputKind {
     }
     String text = new String(head, StandardCharsets.UTF_8);
     String trimmed = text.stripLeading();
+    // Before the dump test: a trace's distributedInfo holds a "pg_config" too.
+    if (KinetoTraceReader.looksLikeTrace(text)) {
+      return PROFILER_TRACE;
+    }
     if (trimmed.startsWith("{") && (text.contains("\"pg_config\"") || text.contains("\"entries\"")
         || text.contains("\"pg_status\""))) {
       return JSON_DUMP;
@@ -104,6 +115,16 @@ enum InputKind {
   /** Whether the files {@code analyze} reads as logs. */
   boolean isLog() {
     return this == NCCL_LOG || this == TRAINING_LOG || this == KERNEL_LOG;
+  }
+
+  /** Whether a gzip file's first bytes, uncompressed, are a profiler trace's. */
+  private static boolean gzippedTrace(Path file) {
+    try (InputStream in = new GZIPInputStream(Files.newInputStream(file))) {
+      return KinetoTraceReader.looksLikeTrace(new String(in.readNBytes(SNIFF_BYTES), StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      // Not gzip after all, or cut short before any trace could show: not a trace.
+      return false;
+    }
   }
 
   private static boolean binary(byte[] head) {
