@@ -24,11 +24,13 @@ import java.util.Objects;
  * @param progress where each member of the stuck groups stands around the stuck seq, root causes first
  * @param fabric for a network verdict, the hosts, GPUs, NICs and ports involved and the findings on each; null
  *     otherwise
+ * @param lateness for a straggler analysis, how late each rank arrived at the window's collectives; null
+ *     otherwise
  */
 public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritRanks, List<String> culpritHosts,
     CollectiveRef collective, double confidence, List<Evidence> evidence, List<Culprit> culprits,
     List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation,
-    long stuckSinceNs, List<GroupProgress> progress, FabricMap fabric) {
+    long stuckSinceNs, List<GroupProgress> progress, FabricMap fabric, Lateness lateness) {
 
   /** A diagnosis without the members' positions (the rules' own result, before they are added). */
   public Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritRanks, List<String> culpritHosts,
@@ -36,7 +38,7 @@ public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritR
       List<StuckCollective> stuck, List<RankGroup> rankStates, String headline, String recommendation,
       long stuckSinceNs) {
     this(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits, stuck,
-        rankStates, headline, recommendation, stuckSinceNs, List.of(), null);
+        rankStates, headline, recommendation, stuckSinceNs, List.of(), null, null);
   }
 
   public Diagnosis {
@@ -55,13 +57,27 @@ public record Diagnosis(Verdict verdict, Symptom symptom, List<Integer> culpritR
   /** This diagnosis with the members' positions in the stuck groups. */
   public Diagnosis withProgress(List<GroupProgress> groups) {
     return new Diagnosis(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits,
-        stuck, rankStates, headline, recommendation, stuckSinceNs, groups, fabric);
+        stuck, rankStates, headline, recommendation, stuckSinceNs, groups, fabric, lateness);
   }
 
   /** This diagnosis with the picture of where its network verdict sits (null for none). */
   public Diagnosis withFabric(FabricMap map) {
     return new Diagnosis(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits,
-        stuck, rankStates, headline, recommendation, stuckSinceNs, progress, map);
+        stuck, rankStates, headline, recommendation, stuckSinceNs, progress, map, lateness);
+  }
+
+  /** This diagnosis with the figures of a straggler analysis (null for none). */
+  public Diagnosis withLateness(Lateness figures) {
+    return new Diagnosis(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, evidence, culprits,
+        stuck, rankStates, headline, recommendation, stuckSinceNs, progress, fabric, figures);
+  }
+
+  /** This diagnosis with {@code more} evidence after its own. */
+  public Diagnosis withEvidence(List<Evidence> more) {
+    List<Evidence> all = new java.util.ArrayList<>(evidence);
+    all.addAll(more);
+    return new Diagnosis(verdict, symptom, culpritRanks, culpritHosts, collective, confidence, all, culprits,
+        stuck, rankStates, headline, recommendation, stuckSinceNs, progress, fabric, lateness);
   }
 
   /**

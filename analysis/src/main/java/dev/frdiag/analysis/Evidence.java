@@ -23,7 +23,8 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
    * "insufficient", "rank_event", "sequence_mismatch", "unrecorded_ops", "snapshot_age"; from the nodes' NCCL logs and InfiniBand counters
    * "gpu_fault", "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged",
    * "quiet_counters"; from kernel logs, launchers and NCCL RAS reports "gpu_xid", "process_died", "launch_lag",
-   * "ras_consistent", "peer_path_error"; about the inputs "sources".
+   * "ras_consistent", "peer_path_error"; about the inputs "sources"; from collectives' timings "straggler",
+   * "straggler_side", "skew", "joined", "clock_offset", "overlap", "trace_history".
    */
   public enum Kind {
     /** A member is gone (lost, unresponsive, or sent nothing) while its peers wait on it. */
@@ -92,7 +93,21 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
      * Where a rank's Python main thread is, from its stack dump: inside a torch.distributed call (waiting for
      * peers), or stuck in its own code.
      */
-    PYTHON_STACK("python_stack");
+    PYTHON_STACK("python_stack"),
+    /** A rank that arrives late at collectives consistently: how often, by how much, what it cost its peers. */
+    STRAGGLER("straggler"),
+    /** Whether a straggler is late on the CPU side (issues late) or the GPU side (its device starts late). */
+    STRAGGLER_SIDE("straggler_side"),
+    /** How far the members' arrivals normally spread, and the lateness from which a rank counts as late. */
+    SKEW("skew"),
+    /** How collectives were joined across ranks (Seq, order, kernel names) and what did not join. */
+    JOINED("joined"),
+    /** Ranks whose clocks were aligned on the collectives' ends, and by how much. */
+    CLOCK_OFFSET("clock_offset"),
+    /** How much of the ranks' communication compute hid (profiler traces' kernel intervals). */
+    OVERLAP("overlap"),
+    /** What the profiler traces of the same job show of the stuck collective's group before it hung. */
+    TRACE_HISTORY("trace_history");
 
     private final String wire;
 

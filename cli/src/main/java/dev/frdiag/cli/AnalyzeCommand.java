@@ -3,6 +3,8 @@ package dev.frdiag.cli;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
+import dev.frdiag.analysis.StragglerAnalyzer;
+import dev.frdiag.analysis.TimelineEvidence;
 import dev.frdiag.evidence.EvidenceReader;
 import dev.frdiag.evidence.ReadProgress;
 import dev.frdiag.evidence.UnusableInputException;
@@ -22,17 +24,20 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code fr-diagnose analyze <path>...}: the daemon's diagnosis, offline, from whatever a user has after a hang —
  * folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training logs with watchdog lines, kernel
- * logs with Xid lines, launcher output, NCCL RAS reports and the ranks' Python stack dumps.
+ * logs with Xid lines, launcher output, NCCL RAS reports and the ranks' Python stack dumps; and from profiler
+ * traces, which rank makes the others wait.
  */
 @Command(name = "analyze", mixinStandardHelpOptions = true,
     description = {"Diagnoses a hang offline from Flight Recorder dumps (pickle or JSON), NCCL_DEBUG logs, "
         + "training and launcher logs, kernel logs (Xid), NCCL RAS reports and the ranks' Python stack dumps "
         + "(dump_traceback or py-spy dump; the rank is the file name's last number). Each file's kind is detected "
         + "from its content.",
+        "PyTorch profiler traces (.json, .json.gz; the rank from distributedInfo, else 'rank<N>' in the file name) "
+        + "name the rank that makes the others wait at collectives: SLOW/STRAGGLER, exit code 7.",
         "A file that cannot be read is reported on stderr and the rest are still analysed."})
 public final class AnalyzeCommand implements Callable<Integer> {
   @Parameters(arity = "1..*", paramLabel = "PATH",
-      description = "Dump folders, dump files, NCCL logs, training logs, kernel logs, stack dumps; a quoted glob ('logs/node*/train-*.log') names the files it matches.")
+      description = "Dump folders, dump files, NCCL logs, training logs, kernel logs, stack dumps, profiler traces; a quoted glob ('logs/node*/train-*.log') names the files it matches.")
   List<Path> paths;
 
   @Option(names = "--prefix", description = "Dump file name prefix before the rank (when a folder holds several).")
@@ -67,10 +72,13 @@ public final class AnalyzeCommand implements Callable<Integer> {
       err.println("fr-diagnose: " + e.getMessage());
       return ExitCode.USAGE;
     }
+    if (gathered.evidence().isEmpty() && gathered.timelines().isPresent()) {
+      return stragglers(gathered, started);
+    }
     if (gathered.evidence().isEmpty()) {
-      err.println("fr-diagnose: nothing to analyse in " + paths + ": no readable Flight Recorder dump, and no line "
-          + "that PyTorch, NCCL, nccl-tests, a launcher or the kernel prints (each file's note above says what it "
-          + "holds)");
+      err.println("fr-diagnose: nothing to analyse in " + paths + ": no readable Flight Recorder dump or profiler "
+          + "trace, and no line that PyTorch, NCCL, nccl-tests, a launcher or the kernel prints (each file's note above "
+          + "says what it holds)");
       return ExitCode.INSUFFICIENT_EVIDENCE;
     }
     JobEvidence input = gathered.evidence().get();
@@ -81,6 +89,20 @@ public final class AnalyzeCommand implements Callable<Integer> {
     Timeline timeline = new Timeline().firstDivergence(d).add(now, String.format("read %d dump files and %d logs "
         + "in %d ms; analysed %d ranks in %d ms", gathered.dumpFiles(), gathered.logFiles(),
         (read - started) / 1_000_000, input.ranks().size(), (analysed - read) / 1_000_000));
+    Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline.entries());
+    return ReportOutput.of(spec).show(report);
+  }
+
+  /** Profiler traces alone: who arrives late at collectives. */
+  private int stragglers(EvidenceReader.Gathered gathered, long started) {
+    TimelineEvidence timelines = gathered.timelines().orElseThrow();
+    long read = System.nanoTime();
+    Diagnosis d = StragglerAnalyzer.analyze(timelines);
+    long analysed = System.nanoTime();
+    Instant now = Instant.now();
+    Timeline timeline = new Timeline().add(now, String.format("read %d profiler traces in %d ms; analysed %d "
+        + "ranks' collectives in %d ms", gathered.traceFiles(), (read - started) / 1_000_000,
+        timelines.ranks().size(), (analysed - read) / 1_000_000));
     Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline.entries());
     return ReportOutput.of(spec).show(report);
   }

@@ -18,6 +18,8 @@ public final class ExitCode {
   public static final int FAILURE = 5;
   /** The JVM ran out of memory; FRDIAG_JAVA_OPTS=-Xmx… gives it more. */
   public static final int OUT_OF_MEMORY = 6;
+  /** Not hung but slowed: a straggler was named (the report says which rank). */
+  public static final int SLOW = 7;
 
   private ExitCode() {}
 
@@ -27,6 +29,7 @@ public final class ExitCode {
       case HANG -> HANG;
       case NO_HANG -> NO_HANG;
       case INSUFFICIENT_EVIDENCE -> INSUFFICIENT_EVIDENCE;
+      case SLOW -> SLOW;
       default -> FAILURE;
     };
   }

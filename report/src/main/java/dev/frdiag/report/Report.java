@@ -9,6 +9,7 @@ import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.analysis.FabricMap;
 import dev.frdiag.analysis.GroupProgress;
+import dev.frdiag.analysis.Lateness;
 import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
@@ -36,6 +37,8 @@ import java.util.TreeMap;
  *     no hang and in reports written before it was added
  * @param fabric for a network verdict ({@code NODE_NETWORK}, {@code FABRIC}), the hosts, GPUs, NICs and ports
  *     involved with the findings on each; null (left out of the JSON) otherwise
+ * @param lateness for a straggler analysis, how late each rank arrived at the window's collectives; null (left out
+ *     of the JSON) otherwise
  */
 // "exclude" is derived: written for readers, never read back into the record.
 @JsonIgnoreProperties(value = "exclude", allowGetters = true)
@@ -48,7 +51,8 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, String> scheduler,
     // Left out when empty, like the scheduler: reports written before it existed read back unchanged.
     @JsonInclude(JsonInclude.Include.NON_EMPTY) List<GroupProgress> groupProgress,
-    @JsonInclude(JsonInclude.Include.NON_NULL) FabricMap fabric) {
+    @JsonInclude(JsonInclude.Include.NON_NULL) FabricMap fabric,
+    @JsonInclude(JsonInclude.Include.NON_NULL) Lateness lateness) {
 
   public static final String SCHEMA = "frdiag.report/v1";
 
@@ -104,7 +108,9 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     /** Someone asked for a diagnosis. */
     ON_DEMAND("on_demand"),
     /** Dumps and logs analysed after the fact. */
-    OFFLINE("offline");
+    OFFLINE("offline"),
+    /** Some rank arrives late at collectives, consistently: the job is slowed, not hung. */
+    STRAGGLER("straggler");
 
     private final String wire;
 
@@ -143,6 +149,7 @@ public record Report(String schema, String reportId, String job, Verdict verdict
       List<TimelineEntry> timeline, Map<String, String> scheduler) {
     return new Report(SCHEMA, reportId, job, d.verdict(), d.symptom(), d.headline(), d.culpritRanks(),
         d.culpritHosts(), d.collective(), d.confidence(), d.evidence(), createdAt, trigger, timeline,
-        d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler, d.progress(), d.fabric());
+        d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler, d.progress(), d.fabric(),
+        d.lateness());
   }
 }

@@ -49,6 +49,7 @@ public final class ReportHtml {
         .append("</p></header>");
     summary(b, r);
     FabricPicture.draw(b, r.fabric());
+    LatenessPicture.draw(b, r.lateness());
     for (int i = 0; i < r.groupProgress().size(); i++) {
       grid(b, r.groupProgress().get(i), i);
     }
@@ -444,7 +445,10 @@ public final class ReportHtml {
       main{max-width:1100px;margin:0 auto;padding:12px 20px 40px}
       nav{background:#263238;padding:8px 20px}nav a{color:#eceff1;margin-right:16px;text-decoration:none}
       header.verdict{border-left:6px solid #9e9e9e;padding:4px 14px;margin:12px 0;background:#fff}
-      header.hang{border-color:#d32f2f}header.no_hang{border-color:#388e3c}
+      header.hang{border-color:#d32f2f}header.no_hang{border-color:#388e3c}header.slow{border-color:#f57c00}
+      svg.lateness text{font:12px ui-monospace,monospace;fill:#1d1d1f}svg.lateness text.dim{fill:#666}
+      svg.lateness .culprit text{fill:#b71c1c;font-weight:bold}svg.lateness rect.outline{fill:none;stroke:#d32f2f;stroke-width:2}
+      table.list tr.culprit td{color:#b71c1c;font-weight:bold}h3{font-size:14px;margin:12px 0 4px}
       h1{font-size:20px;margin:6px 0}h2{font-size:16px;margin:18px 0 6px}
       .title{margin:2px 0 6px;color:#444}.badge{display:inline-block;background:#eceff1;border-radius:3px;padding:0 6px;font-size:12px}
       .badge.culprit{background:#d32f2f;color:#fff}

@@ -5,6 +5,7 @@ import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.analysis.FabricMap;
+import dev.frdiag.analysis.Lateness;
 import dev.frdiag.analysis.Ranks;
 import java.time.Duration;
 import java.time.Instant;
@@ -13,14 +14,19 @@ import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /** Renders a {@link Report} for people: plain text for the terminal, or Markdown for the report file. */
 public final class ReportText {
   private static final DateTimeFormatter TIME_OF_DAY =
       DateTimeFormatter.ofPattern("HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
+
+  /** Ranks listed in the text's lateness section. */
+  private static final int LATENESS_ROWS = 8;
 
   private ReportText() {}
 
@@ -98,6 +104,9 @@ public final class ReportText {
     if (r.fabric() != null) {
       network(sb, md, r.fabric());
     }
+    if (r.lateness() != null && !r.lateness().ranks().isEmpty()) {
+      lateness(sb, md, r.lateness());
+    }
     if (!r.rankStates().isEmpty()) {
       section(sb, md, "Where every rank is");
       for (Diagnosis.RankGroup g : r.rankStates()) {
@@ -119,6 +128,29 @@ public final class ReportText {
     section(sb, md, "Recommended action");
     sb.append(md ? "" : "  ").append(safe(md, r.recommendation())).append('\n');
     return sb.toString();
+  }
+
+  /** The culprits' and the latest ranks' figures, then the most skewed collectives. */
+  private static void lateness(StringBuilder sb, boolean md, Lateness l) {
+    section(sb, md, "Lateness (" + l.collectives() + " collectives, arrival = " + l.basis() + ")");
+    List<Lateness.Rank> rows = new ArrayList<>(l.ranks());
+    rows.sort(Comparator.comparing(Lateness.Rank::culprit).thenComparingLong(Lateness.Rank::medianLateNs)
+        .reversed());
+    for (Lateness.Rank r : rows.subList(0, Math.min(LATENESS_ROWS, rows.size()))) {
+      item(sb, md, "rank " + r.rank() + (r.culprit() ? " (culprit)" : "") + ": last at " + r.timesLast() + " of "
+          + r.collectives() + ", median " + LatenessPicture.ms(r.medianLateNs()) + " late (max "
+          + LatenessPicture.ms(r.maxLateNs()) + "), waited " + LatenessPicture.ms(r.waitedNs())
+          + (r.hiddenShare() < 0 ? "" : String.format(Locale.ROOT, ", %.0f %% of communication hidden, %s exposed",
+          100 * r.hiddenShare(), LatenessPicture.ms(r.exposedCommNs()))));
+    }
+    if (rows.size() > LATENESS_ROWS) {
+      item(sb, md, (rows.size() - LATENESS_ROWS) + " more ranks less late");
+    }
+    for (Lateness.Collective c : l.worst().subList(0, Math.min(3, l.worst().size()))) {
+      item(sb, md, "skew " + LatenessPicture.ms(c.skewNs()) + " at " + c.collective() + ", last rank "
+          + c.lastRank() + (c.latencyNs() == 0 ? "" : ", latency " + LatenessPicture.ms(c.latencyNs()))
+          + (c.busGbps() == 0 ? "" : String.format(Locale.ROOT, ", bus bandwidth %.2f GB/s", c.busGbps())));
+    }
   }
 
   /** Each marked part of the network picture as one path, host → GPU → NIC → port, with what marks it. */

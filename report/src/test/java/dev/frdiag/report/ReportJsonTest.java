@@ -53,7 +53,7 @@ class ReportJsonTest {
     Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
         r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
         r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), Map.of(),
-        r.groupProgress(), r.fabric());
+        r.groupProgress(), r.fabric(), r.lateness());
 
     assertThat(ReportJson.write(none)).doesNotContain("scheduler");
   }

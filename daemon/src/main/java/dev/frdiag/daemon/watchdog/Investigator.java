@@ -288,6 +288,7 @@ public final class Investigator {
       case WATCHDOG_STUCK -> "a rank reported its watchdog stuck";
       case ON_DEMAND -> "diagnosis requested";
       case OFFLINE -> "offline analysis";
+      case STRAGGLER -> "a rank arrives late at collectives, consistently";
     };
   }
 
