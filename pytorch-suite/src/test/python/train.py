@@ -11,7 +11,7 @@ Layouts (MODE):
             all_reduce.
 
 Fault switch:
-  FAULT_KIND   none | stall | mismatch | pp_stall | kill
+  FAULT_KIND   none | stall | mismatch | pp_stall | kill | slow
   FAULT_RANK   the faulty rank(s), comma separated
   FAULT_STEP   the step at which the fault fires (default 5)
   FAULT_GROUP  tp | dp | world: in front of which group's collective (stall, mismatch, kill)
@@ -19,6 +19,11 @@ Fault switch:
   mismatch  all_gather where the other members all_reduce
   pp_stall  sleep for ever before the pipeline's send (stage 0) or recv (stage 1)
   kill      SIGKILL itself before the collective
+  slow      at every step, sleep FAULT_DELAY_MS (default 30) before its first collective: a straggler, not a hang
+
+Profiling: PROFILE_STEPS > 0 runs torch.profiler (CPU activities; schedule wait 1, warmup 1, active PROFILE_STEPS)
+over the first steps and writes each rank's trace as <job dir>/traces/rank<r>.<ms>.pt.trace.json, as
+tensorboard_trace_handler names it.
 
 Gloo has no debug pipe and never dumps on a timeout, so each rank dumps its own Flight Recorder:
   - from a watcher thread when it has made no step for HANG_SECS,
@@ -53,8 +58,12 @@ FAULT_GROUP = os.environ.get("FAULT_GROUP", "dp")
 HANG_SECS = float(os.environ.get("HANG_SECS", "3"))
 STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.05"))
 PG_TIMEOUT_SECS = float(os.environ.get("PG_TIMEOUT_SECS", "900"))
+FAULT_DELAY = float(os.environ.get("FAULT_DELAY_MS", "30")) / 1000
+PROFILE_STEPS = int(os.environ.get("PROFILE_STEPS", "0"))
 
 _last_step = time.monotonic()
+# Set while the profiler writes its trace (seconds on a loaded machine): no step then is no hang.
+_exporting = threading.Event()
 _dump_started = threading.Event()
 _dump_done = threading.Event()
 _sigterm = False
@@ -104,7 +113,7 @@ def on_sigterm(signum, frame):
 
 def watch_for_hang():
     while not _dump_started.wait(0.2):
-        if time.monotonic() - _last_step > HANG_SECS:
+        if not _exporting.is_set() and time.monotonic() - _last_step > HANG_SECS:
             write_dumps(f"no step for {HANG_SECS:g} s")
 
 
@@ -148,8 +157,15 @@ def own_group(rank_lists):
     return mine
 
 
+def slow_down():
+    """A straggler: late to its first collective of every step by FAULT_DELAY, then in step with its peers."""
+    if FAULT_KIND == "slow" and RANK in FAULT_RANKS:
+        time.sleep(FAULT_DELAY)
+
+
 def dptp_step(step, tp, dp, w):
     (tp_group, tp_ranks), (dp_group, dp_ranks) = tp, dp
+    slow_down()
     h = collective(fault(step, "tp", "all_reduce"), torch.randn(4, 8) @ w, tp_group, len(tp_ranks))
     dist.all_gather([torch.empty(2, 2) for _ in tp_ranks], torch.ones(2, 2) * RANK, group=tp_group)
     grad = collective(fault(step, "dp", "all_reduce"), torch.randn_like(w), dp_group, len(dp_ranks))
@@ -161,6 +177,7 @@ def pipeline_step(step, peer, stage_group):
     group, ranks = stage_group
     stalls = FAULT_KIND == "pp_stall" and RANK in FAULT_RANKS and step == FAULT_STEP
     act, grad = torch.empty(4, 8), torch.empty(4, 8)
+    slow_down()
     if RANK < WORLD // 2:
         if stalls:
             sleep_forever("send to the next stage")
@@ -193,6 +210,14 @@ def main():
     _last_step = time.monotonic()
     threading.Thread(target=watch_for_hang, name="fr-watcher", daemon=True).start()
     log(f"{MODE} job of {WORLD} ranks started")
+    profiler = None
+    if PROFILE_STEPS > 0:
+        from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+        profiler = profile(activities=[ProfilerActivity.CPU],
+                           schedule=schedule(wait=1, warmup=1, active=PROFILE_STEPS, repeat=1),
+                           on_trace_ready=tensorboard_trace_handler(os.path.join(JOB_DIR, "traces"),
+                                                                    worker_name=f"rank{RANK}"))
+        profiler.start()
     try:
         for step in range(STEPS):
             _last_step = time.monotonic()
@@ -201,6 +226,15 @@ def main():
             else:
                 pipeline_step(step, peer, stage)
             time.sleep(STEP_SLEEP)
+            if profiler is not None:
+                _exporting.set()
+                profiler.step()
+                if step == PROFILE_STEPS + 2:
+                    profiler.stop()
+                    profiler = None
+                    log("profiler trace written")
+                _last_step = time.monotonic()
+                _exporting.clear()
     except Exception as e:  # a collective that raised: a peer died or timed out
         log(f"{type(e).__name__}: {str(e)[:300]}")
         write_dumps("a collective raised")

@@ -55,23 +55,30 @@ final class CollectiveJoin {
    */
   record Result(List<Joined> collectives, int commsIdDisagreements, int opDisagreements, int p2pUnjoined) {}
 
+  /** Where a rank's part goes: its group, kind and position there. Cheap: the group key is interned. */
+  private record Key(String group, boolean p2p, long position) {}
+
   static Result join(List<RankTimeline> ranks) {
+    // One key per distinct (name, members): a group of 64 ranks spelled out per collective would cost more than the
+    // collective itself (64 ranks × 6,000 collectives in a trace each).
+    Map<String, Map<List<Integer>, String>> keys = new HashMap<>();
     // Which groups every member's source numbers by Seq.
     Map<String, Boolean> seqGroups = new HashMap<>();
     for (RankTimeline r : ranks) {
       for (CollectiveTiming t : r.collectives()) {
-        seqGroups.merge(groupKey(t), !t.group().isEmpty() && t.seq() >= 0, Boolean::logicalAnd);
+        seqGroups.merge(groupKey(keys, t), !t.group().isEmpty() && t.seq() >= 0, Boolean::logicalAnd);
       }
     }
-    Map<String, List<Member>> byKey = new LinkedHashMap<>();
-    Map<String, Joined> shape = new HashMap<>();
+    Map<Key, List<Member>> byKey = new LinkedHashMap<>();
+    Map<Key, Joined> shape = new HashMap<>();
     int p2pUnjoined = 0;
     for (RankTimeline r : ranks) {
       Map<String, Integer> order = new HashMap<>();
+      Map<String, Integer> p2pOrder = new HashMap<>();
       List<CollectiveTiming> inTime = new ArrayList<>(r.collectives());
       inTime.sort(Comparator.comparingLong(CollectiveJoin::firstTime));
       for (CollectiveTiming t : inTime) {
-        String g = groupKey(t);
+        String g = groupKey(keys, t);
         boolean pair = t.members().size() == 2;
         By by;
         long position;
@@ -93,9 +100,9 @@ final class CollectiveJoin {
             continue;
           }
           by = By.ORDER;
-          position = order.merge(g + (p2p ? "\u0000p2p" : ""), 1, Integer::sum) - 1;
+          position = (p2p ? p2pOrder : order).merge(g, 1, Integer::sum) - 1;
         }
-        String key = g + "\u0000" + p2p + "\u0000" + position;
+        Key key = new Key(g, p2p, position);
         byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(new Member(r.rank(), t));
         if (!shape.containsKey(key)) {
           shape.put(key, new Joined(t.group(), by, position, p2p, t.op(), "", List.of()));
@@ -105,7 +112,7 @@ final class CollectiveJoin {
     List<Joined> out = new ArrayList<>();
     int idSplits = 0;
     int opSplits = 0;
-    for (Map.Entry<String, List<Member>> e : byKey.entrySet()) {
+    for (Map.Entry<Key, List<Member>> e : byKey.entrySet()) {
       Joined s = shape.get(e.getKey());
       List<Member> members = e.getValue();
       if (s.by() == By.SEQ) {
@@ -160,8 +167,9 @@ final class CollectiveJoin {
     return members.stream().filter(m -> family(m.timing().op()).equals(op)).toList();
   }
 
-  private static String groupKey(CollectiveTiming t) {
-    return t.members().isEmpty() ? t.group() : t.group() + "\u0000" + t.members();
+  private static String groupKey(Map<String, Map<List<Integer>, String>> keys, CollectiveTiming t) {
+    return keys.computeIfAbsent(t.group(), g -> new HashMap<>()).computeIfAbsent(t.members(),
+        m -> m.isEmpty() ? t.group() : t.group() + "\u0000" + m);
   }
 
   static long firstTime(CollectiveTiming t) {

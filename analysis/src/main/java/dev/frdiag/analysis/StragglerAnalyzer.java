@@ -27,8 +27,11 @@ import java.util.stream.Collectors;
 public final class StragglerAnalyzer {
   /** Collectives a rank must have joined before it can be named. */
   static final int MIN_COLLECTIVES = 5;
-  /** Lateness below this is never a straggler's: scheduling jitter of a healthy job. */
-  static final long MIN_LATE_NS = 2_000_000;
+  /**
+   * Lateness below this is never a straggler's: scheduling jitter of a healthy job (a healthy real gloo job on a
+   * loaded machine had a rank 2-11 ms late at some collectives of most steps).
+   */
+  static final long MIN_LATE_NS = 5_000_000;
   /** How many times the job's normal spread a straggler's median lateness must reach. */
   static final double SPREAD_FACTOR = 4;
   /** The share of the window's significant waits a straggler must be the root of. */

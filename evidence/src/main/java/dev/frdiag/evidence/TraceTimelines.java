@@ -3,13 +3,13 @@ package dev.frdiag.evidence;
 import dev.frdiag.analysis.CollectiveTiming;
 import dev.frdiag.analysis.Overlap;
 import dev.frdiag.analysis.RankTimeline;
+import dev.frdiag.analysis.RecordTimelines;
 import dev.frdiag.analysis.TimelineEvidence;
 import dev.frdiag.readers.kineto.KinetoTrace;
 import dev.frdiag.readers.kineto.RankTrace;
 import dev.frdiag.readers.kineto.TraceCollective;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
@@ -35,7 +35,7 @@ final class TraceTimelines {
           continue;
         }
         timings.add(new CollectiveTiming(c.group().name(), c.group().ranks(), c.seq(), c.p2p(), c.commsId(),
-            c.hasCommsId(), c.op(), c.elements() * elementSize(c.dtype()), c.issuedNs(), c.startNs(), c.endNs()));
+            c.hasCommsId(), c.op(), c.elements() * RecordTimelines.elementSize(c.dtype()), c.issuedNs(), c.startNs(), c.endNs()));
       }
       out.add(new RankTimeline(r.rank(), r.host(), timings, Overlap.of(r.compute(), r.communication())));
     }
@@ -75,20 +75,5 @@ final class TraceTimelines {
       return Optional.empty();
     }
     return Optional.of(new TimelineEvidence(job, List.copyOf(ranks.values()), "profiler traces", deviceStarts));
-  }
-
-  /** Bytes per element of PyTorch's dtype names ("Float", "BFloat16", "c10::Half"); 0 when unknown. */
-  static int elementSize(String dtype) {
-    String d = dtype.toLowerCase(Locale.ROOT);
-    int colon = d.lastIndexOf(':');
-    d = colon < 0 ? d : d.substring(colon + 1);
-    return switch (d) {
-      case "double", "long", "int64", "float64", "complexfloat", "uint64" -> 8;
-      case "float", "int", "int32", "float32", "uint32" -> 4;
-      case "half", "bfloat16", "short", "int16", "float16", "uint16" -> 2;
-      case "byte", "char", "bool", "int8", "uint8", "float8_e4m3fn", "float8_e5m2" -> 1;
-      case "complexdouble" -> 16;
-      default -> 0;
-    };
   }
 }

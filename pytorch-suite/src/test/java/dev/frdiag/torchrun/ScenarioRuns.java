@@ -46,6 +46,11 @@ final class ScenarioRuns {
       return dir.resolve("pickle");
     }
 
+    /** Each rank's profiler trace, for profiled scenarios. */
+    Path traces() {
+      return dir.resolve("traces");
+    }
+
     /** What each hung rank's worker server answered to dump_traceback; absent for jobs that ended by themselves. */
     Path stacks() {
       return dir.resolve("stacks");

@@ -45,6 +45,7 @@ public final class KinetoTraceReader {
   private static final Pattern RANK_IN_NAME = Pattern.compile("(?i)rank[-_.]?(\\d+)");
   private static final Pattern RANK_PROCESS = Pattern.compile("(?i)\\brank\\s*(\\d+)");
   private static final Pattern NUMBER = Pattern.compile("-?\\d+");
+  private static final Pattern NOT_LETTER = Pattern.compile("[^\\p{L}]");
 
   private KinetoTraceReader() {}
 
@@ -667,13 +668,6 @@ public final class KinetoTraceReader {
 
   /** An op's letters, lower case: "allreduce" of "all_reduce", "allreduce_" and "AllReduce". */
   static String family(String op) {
-    StringBuilder b = new StringBuilder(op.length());
-    for (int i = 0; i < op.length(); i++) {
-      char c = op.charAt(i);
-      if (Character.isLetter(c)) {
-        b.append(Character.toLowerCase(c));
-      }
-    }
-    return b.toString().toLowerCase(Locale.ROOT);
+    return NOT_LETTER.matcher(op).replaceAll("").toLowerCase(Locale.ROOT);
   }
 }

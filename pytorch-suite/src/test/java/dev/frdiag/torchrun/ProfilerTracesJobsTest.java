@@ -1,0 +1,42 @@
+package dev.frdiag.torchrun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Real torch profiler traces of real gloo jobs (train.py with PROFILE_STEPS, torch.profiler with CPU activities and
+ * tensorboard_trace_handler): fr-diagnose analyze names the rank a slow fault slows, and none in a healthy run.
+ */
+class ProfilerTracesJobsTest {
+  private static final Logger log = LoggerFactory.getLogger(ProfilerTracesJobsTest.class);
+
+  @ParameterizedTest
+  @EnumSource(value = Scenario.class, names = {"HEALTHY", "SLOW_RANK2"})
+  void analyzeOnEachRanksTraceNamesTheStragglerOrNone(Scenario scenario) throws Exception {
+    ScenarioRuns.Run run = ScenarioRuns.of(scenario);
+    try (Stream<java.nio.file.Path> traces = Files.list(run.traces())) {
+      assertThat(traces.map(p -> p.getFileName().toString()))
+          .as("tensorboard_trace_handler's files").hasSize(scenario.ranks())
+          .allSatisfy(n -> assertThat(n).matches("rank\\d\\.\\d+\\.pt\\.trace\\.json"));
+    }
+
+    RealPyTorchJobsTest.Analysis a = RealPyTorchJobsTest.analyze(run.traces());
+
+    if (scenario.stragglers().isEmpty()) {
+      assertThat(a.summary()).as(a.err()).isEqualTo("NO_HANG NONE []");
+      assertThat(a.exitCode()).isZero();
+    } else {
+      assertThat(a.summary()).as(a.err()).isEqualTo("SLOW STRAGGLER " + scenario.stragglers());
+      assertThat(a.exitCode()).isEqualTo(7);
+      assertThat(a.report().path("headline").asText()).endsWith("it issues them late (CPU side).");
+    }
+    log.info("real-PyTorch suite: fr-diagnose analyze on {}'s traces: {} confidence {}", scenario.dirName(),
+        a.summary(), a.report().path("confidence").asText());
+  }
+}
