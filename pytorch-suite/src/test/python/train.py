@@ -217,7 +217,10 @@ def main():
                            schedule=schedule(wait=1, warmup=1, active=PROFILE_STEPS, repeat=1),
                            on_trace_ready=tensorboard_trace_handler(os.path.join(JOB_DIR, "traces"),
                                                                     worker_name=f"rank{RANK}"))
+        _exporting.set()
         profiler.start()
+        _last_step = time.monotonic()
+        _exporting.clear()
     try:
         for step in range(STEPS):
             _last_step = time.monotonic()

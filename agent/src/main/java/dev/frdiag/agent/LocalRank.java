@@ -3,6 +3,7 @@ package dev.frdiag.agent;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.reporter.RankStream;
 import dev.frdiag.proto.FrdiagVersion;
+import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.Goodbye;
 import dev.frdiag.proto.v1.Heartbeat;
@@ -70,6 +71,9 @@ final class LocalRank implements RankStream.Listener {
   private long helloPid;
   @GuardedBy("lock")
   private boolean unshipped;
+  /** The newest record id sent by {@link #shipNew}; -1 before any. */
+  @GuardedBy("lock")
+  private long shippedUpTo = -1;
   @GuardedBy("lock")
   private long lastHeartbeatNanos;
   @GuardedBy("lock")
@@ -225,6 +229,7 @@ final class LocalRank implements RankStream.Listener {
     if (snapshot != null) {
       took(snapshot);
     }
+    FlightRecorderDump recent = progress.takeRecords();
     if (trigger.isEmpty() && progress.pipeDumpDue(nowNanos)) {
       // A pending request's pipe write makes the rank dump anyway; that dump serves progress too.
       progress.pipeDumpWritten(nowNanos, clock.millis(), DumpTrigger.writePipe(settings.pipe(rank)));
@@ -240,6 +245,8 @@ final class LocalRank implements RankStream.Listener {
     }
     if (unshipped) {
       ship();
+    } else if (recent != null) {
+      shipNew(recent);
     }
     while (!events.isEmpty() && stream.isReady()) {
       stream.send(RankMessage.newBuilder().setEvent(events.next()).build());
@@ -333,6 +340,27 @@ final class LocalRank implements RankStream.Listener {
       all.addAll(added);
       announced = List.copyOf(all);
     }
+  }
+
+  /**
+   * Sends the records of {@code recent} (the whole ring, read between progress polls) newer than any sent before:
+   * completed collectives no progress poll carries, for the daemon's straggler analysis. A ring whose ids went back
+   * is a new process's: it is sent whole.
+   */
+  @GuardedBy("lock")
+  private void shipNew(FlightRecorderDump recent) {
+    long newest = recent.records().stream().mapToLong(CollectiveRecord::getRecordId).max().orElse(-1);
+    long since = newest < shippedUpTo ? -1 : shippedUpTo;
+    List<CollectiveRecord> fresh = recent.records().stream().filter(r -> r.getRecordId() > since).toList();
+    shippedUpTo = Math.max(newest, since);
+    if (fresh.isEmpty()) {
+      return;
+    }
+    announce(recent.processGroups());
+    ReplyBuilder.batches(new FlightRecorderDump(recent.file(), recent.rank(), recent.version(),
+        recent.commLibVersion(), recent.processGroups(), fresh, recent.progress(), recent.frames(),
+        recent.warnings()), settings.stream().maxBatchRecords(),
+        batch -> stream.send(RankMessage.newBuilder().setRecords(batch).build()));
   }
 
   /** Announces the dump's new groups, then sends its records in batches, so the daemon's window is current. */

@@ -12,6 +12,7 @@ import dev.frdiag.readers.pytorch.DumpReader;
 import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import java.nio.file.Path;
 import java.util.EnumMap;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -89,6 +90,13 @@ final class RankProgress {
   /** Told on a poller thread that a snapshot came. */
   private final Runnable wake;
   private final Path socket;
+  /**
+   * How often the whole ring is read besides the progress polls (every poll when they are further apart), its new
+   * records shipped: the daemon's straggler analysis needs every rank's recent collectives, which the active
+   * entries a progress poll reads do not hold once completed.
+   */
+  static final Duration RECORDS_INTERVAL = Duration.ofSeconds(10);
+
   /** One request to the worker server at a time, so a snapshot never interleaves with a poll. */
   private final Object pollLock = new Object();
   /** The handlers the worker server listed; null until listed, and after a request failed. */
@@ -106,6 +114,11 @@ final class RankProgress {
   private volatile boolean recording;
   /** The snapshot not yet taken. */
   private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
+  /** The whole ring read for its new records, not yet taken. */
+  private final AtomicReference<FlightRecorderDump> records = new AtomicReference<>();
+  /** Polls since the whole ring was last read for its new records. */
+  @GuardedBy("pollLock")
+  private long pollsSinceRecords = Long.MAX_VALUE / 2;
   /** The latest reading not yet sent; taken once. */
   private final AtomicReference<Reading> fresh = new AtomicReference<>();
   /** Whether the worker server answered its last request; false before the first. */
@@ -203,6 +216,12 @@ final class RankProgress {
       FlightRecorderDump dump = read(recorders, true);
       if (!dump.records().isEmpty()) {
         lastWithEntries = dump;
+      }
+      if (++pollsSinceRecords * settings.progressInterval().toNanos() >= RECORDS_INTERVAL.toNanos()) {
+        // The whole ring now and then, so the daemon's window holds the rank's recent collectives as an SDK
+        // rank's does: its straggler analysis reads them (docs/DIAGNOSIS.md §13.5).
+        pollsSinceRecords = 0;
+        records.set(read(recorders, false));
       }
       // Two intervals: one answer may come late, the next one would replace it.
       fresh.set(new Reading(dump.processGroups(), dump.progress(), nanoTime.getAsLong(),
@@ -303,6 +322,11 @@ final class RankProgress {
       // The agent is closing.
       return false;
     }
+  }
+
+  /** The whole ring read for its new records since last taken, or null. Thread-safe. */
+  FlightRecorderDump takeRecords() {
+    return records.getAndSet(null);
   }
 
   /** The snapshot that came since last taken, or null. Thread-safe. */

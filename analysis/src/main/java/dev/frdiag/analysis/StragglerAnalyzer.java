@@ -34,6 +34,8 @@ public final class StragglerAnalyzer {
   static final long MIN_LATE_NS = 5_000_000;
   /** How many times the job's normal spread a straggler's median lateness must reach. */
   static final double SPREAD_FACTOR = 4;
+  /** How many times as many waits as the next rank the last rank named must cause. */
+  static final int DOMINANCE = 3;
   /** The share of the window's significant waits a straggler must be the root of. */
   static final double MIN_SHARE = 0.3;
   /**
@@ -198,13 +200,7 @@ public final class StragglerAnalyzer {
         }
       }
       int significant = attribute(stats, threshold);
-      List<Integer> culprits = new ArrayList<>();
-      for (Stats s : stats.values()) {
-        if (s.caused >= MIN_COLLECTIVES && (double) s.caused / significant >= MIN_SHARE
-            && binomialTail(s.caused, significant, 1.0 / stats.size()) <= CHANCE) {
-          culprits.add(s.rank);
-        }
-      }
+      List<Integer> culprits = culprits(stats, significant);
       Lateness figures = figures(stats, culprits, threshold, spread);
       List<Evidence> evidence = new ArrayList<>();
       if (arrivals.size() < MIN_COLLECTIVES || stats.size() < 2) {
@@ -340,6 +336,34 @@ public final class StragglerAnalyzer {
         }
       }
       return significant;
+    }
+
+    /**
+     * The stragglers: the ranks that cause the most significant waits, when they stand apart from the rest. By
+     * waits caused, most first: the top k ranks are named for the smallest k at which the k-th caused
+     * {@link #DOMINANCE} times as many as the next (at least one), each of them the root of at least
+     * {@link #MIN_COLLECTIVES}, of {@link #MIN_SHARE} of them, and of more than chance would give
+     * ({@link #CHANCE}). A healthy job's waits fall on every rank, some more than others (a rank its host or the
+     * agent's polls slow a little): no such gap.
+     */
+    private List<Integer> culprits(Map<Integer, Stats> stats, int significant) {
+      List<Stats> byCaused = new ArrayList<>(stats.values());
+      byCaused.sort(Comparator.comparingInt((Stats s) -> s.caused).reversed().thenComparingInt(s -> s.rank));
+      for (int k = 1; k <= Math.max(1, byCaused.size() / 4) && k <= byCaused.size(); k++) {
+        int next = k < byCaused.size() ? byCaused.get(k).caused : 0;
+        if (byCaused.get(k - 1).caused < DOMINANCE * Math.max(1, next)) {
+          continue;
+        }
+        List<Integer> named = new ArrayList<>();
+        for (Stats s : byCaused.subList(0, k)) {
+          if (s.caused >= MIN_COLLECTIVES && (double) s.caused / significant >= MIN_SHARE
+              && binomialTail(s.caused, significant, 1.0 / stats.size()) <= CHANCE) {
+            named.add(s.rank);
+          }
+        }
+        return named.stream().sorted().toList();
+      }
+      return List.of();
     }
 
     /** The median over collectives of four members or more of their arrivals' median absolute deviation. */

@@ -41,6 +41,15 @@ public final class DaemonMain implements Callable<Integer> {
       + "(default 30s).", converter = DurationConverter.class)
   Duration stallTimeout = DaemonSettings.DEFAULT_STALL_TIMEOUT;
 
+  @Option(names = "--straggler-interval", converter = DurationConverter.class, description = "How often each job's "
+      + "records are analysed for a rank that arrives late at collectives; a straggler found is reported "
+      + "(trigger straggler); 0 never (default 10s).")
+  Duration stragglerInterval = DaemonSettings.DEFAULT_STRAGGLER_INTERVAL;
+
+  @Option(names = "--straggler-window", converter = DurationConverter.class, description = "How far back those "
+      + "records reach (default 60s).")
+  Duration stragglerWindow = DaemonSettings.DEFAULT_STRAGGLER_WINDOW;
+
   @Option(names = "--heartbeat-timeout", description = "A rank silent this long is lost (default 15s).",
       converter = DurationConverter.class)
   Duration heartbeatTimeout = DaemonSettings.DEFAULT_HEARTBEAT_TIMEOUT;
@@ -172,6 +181,7 @@ public final class DaemonMain implements Callable<Integer> {
     }
     DaemonSettings settings = DaemonSettings.builder().bindAddress(bind).port(port).dataDir(dataDir)
         .stallTimeout(stallTimeout).heartbeatTimeout(heartbeatTimeout).snapshotDeadline(snapshotDeadline)
+        .stragglerInterval(stragglerInterval).stragglerWindow(stragglerWindow)
         .maxMessageBytes(maxMessageBytes).window(window).limits(Limits.builder().maxJobs(maxJobs)
             .maxGroupsPerRank(maxGroupsPerRank).maxContextBytesPerJob(maxContextBytes)
             .maxRecordsPerJob(maxRecordsPerJob).jobIdleExpiry(jobIdleExpiry).maxSnapshotDeadline(maxSnapshotDeadline)

@@ -11,9 +11,10 @@ enum FaultOption {
   GPU_STALL("gpu-stall", FaultKind.GPU_STALL),
   FABRIC("fabric", FaultKind.FABRIC),
   MISMATCH("mismatch", FaultKind.MISMATCH),
-  DEAD_RANK("dead-rank", FaultKind.DEAD_RANK);
+  DEAD_RANK("dead-rank", FaultKind.DEAD_RANK),
+  SLOW("slow", FaultKind.SLOW);
 
-  static final String CHOICES = "none | cpu-stall | gpu-stall | fabric | mismatch | dead-rank";
+  static final String CHOICES = "none | cpu-stall | gpu-stall | fabric | mismatch | dead-rank | slow";
 
   final String spelling;
   final FaultKind kind;
@@ -23,9 +24,13 @@ enum FaultOption {
     this.kind = kind;
   }
 
-  /** The fault on {@code rank} at {@code atStep}; for a fabric fault, the rank whose NIC port fails. */
-  Fault at(int rank, long atStep) {
-    return kind == FaultKind.NONE ? Fault.none() : new Fault(kind, rank, atStep);
+  /**
+   * The fault on {@code rank} at {@code atStep}; for a fabric fault, the rank whose NIC port fails; for a slow rank,
+   * issuing each step {@code delay} late from then on.
+   */
+  Fault at(int rank, long atStep, java.time.Duration delay) {
+    return kind == FaultKind.NONE ? Fault.none() : kind == FaultKind.SLOW ? Fault.slow(rank, atStep, delay)
+        : new Fault(kind, rank, atStep);
   }
 
   static FaultOption parse(String s) {

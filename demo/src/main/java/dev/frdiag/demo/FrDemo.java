@@ -60,6 +60,10 @@ public final class FrDemo implements Callable<Integer> {
   @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
   long atStep;
 
+  @Option(names = "--delay", defaultValue = "30ms", converter = DurationConverter.class,
+      description = "With --fault slow: how late the rank issues each step (default ${DEFAULT-VALUE}).")
+  Duration delay;
+
   @Option(names = "--stall-timeout", converter = DurationConverter.class,
       description = "No progress for this long opens an incident (default 2s, longer for over 1,024 ranks, "
           + "since they share 2 cores with the daemon).")
@@ -111,7 +115,7 @@ public final class FrDemo implements Callable<Integer> {
     }
     Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
     topology.checkRank(rank);
-    Fault injected = fault.at(rank, atStep);
+    Fault injected = fault.at(rank, atStep, delay);
     boolean tempDir = dataDir == null;
     Path dir = tempDir ? Files.createTempDirectory("frdiag-demo-") : dataDir;
     String job = "demo";
@@ -121,7 +125,9 @@ public final class FrDemo implements Callable<Integer> {
         // Thousands of simulated ranks share 2 cores with the daemon: heartbeats can lag by seconds.
         .stallTimeout(stallTimeout).heartbeatTimeout(Duration.ofSeconds(Math.max(10, ranks / 64)))
         .snapshotDeadline(Duration.ofSeconds(Math.max(3, ranks / 128))).heartbeatInterval(Duration.ofMillis(500))
-        .window(Math.min(ring, 512)).webPort(webPort).build();
+        .window(Math.min(ring, 512)).webPort(webPort)
+        // A straggler shows within seconds of simulated steps; a real job's daemon looks every 10 s.
+        .stragglerInterval(Duration.ofSeconds(2)).build();
     try (Daemon daemon = new Daemon(settings).start()) {
       ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", daemon.port()).usePlaintext()
           .maxInboundMessageSize(64 * 1024 * 1024).build();
@@ -131,8 +137,9 @@ public final class FrDemo implements Callable<Integer> {
         err.printf("[demo] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d), stall timeout %s%n", ranks,
             topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
             human(stallTimeout));
-        err.printf("[demo] injecting %s%s at step %d%n", fault.spelling,
-            fault.kind == FaultKind.FABRIC ? " on the link of rank " + rank : " on rank " + rank, atStep);
+        err.printf("[demo] injecting %s%s at step %d%s%n", fault.spelling,
+            fault.kind == FaultKind.FABRIC ? " on the link of rank " + rank : " on rank " + rank, atStep,
+            fault == FaultOption.SLOW ? " (" + delay.toMillis() + " ms late every step)" : "");
         err.flush();
         try (RankSimulator sim = SimulatedJob.builder(topology, injected, job).channel(channel).build()) {
           long connecting = System.nanoTime();
@@ -150,8 +157,9 @@ public final class FrDemo implements Callable<Integer> {
             return ExitCode.FAILURE;
           }
           Report report = ReportJson.read(envelope.getReportJson());
-          err.printf("[demo] stall after step %d; report %s written %.1f s after start (stored in %s)%n%n",
-              sim.stepsCompleted(), report.reportId(), (System.nanoTime() - began) / 1e9,
+          err.printf("[demo] %s after step %d; report %s written %.1f s after start (stored in %s)%n%n",
+              fault == FaultOption.SLOW ? "straggler" : "stall", sim.stepsCompleted(), report.reportId(),
+              (System.nanoTime() - began) / 1e9,
               daemon.store().pathOf(report));
           err.flush();
           out.print(json ? ReportJson.write(report) + "\n" : ReportText.plain(report));

@@ -55,6 +55,10 @@ public final class FrSim implements Callable<Integer> {
   @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
   long atStep;
 
+  @Option(names = "--delay", defaultValue = "30ms", converter = DurationConverter.class,
+      description = "With --fault slow: how late the rank issues each step (default ${DEFAULT-VALUE}).")
+  Duration delay;
+
   @Option(names = "--step-interval", converter = DurationConverter.class, description = "Time between a rank's "
       + "training steps, such as 1s for a real job's pace (default: 20ms up to 512 ranks; above, as fast as the "
       + "machine allows).")
@@ -109,7 +113,7 @@ public final class FrSim implements Callable<Integer> {
     Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
     topology.checkRank(rank);
     ManagedChannel channel = daemon.open(security);
-    RankSimulator.Builder builder = SimulatedJob.builder(topology, fault.at(rank, atStep), job).channel(channel);
+    RankSimulator.Builder builder = SimulatedJob.builder(topology, fault.at(rank, atStep, delay), job).channel(channel);
     if (stepInterval != null) {
       builder.stepInterval(stepInterval);
     }

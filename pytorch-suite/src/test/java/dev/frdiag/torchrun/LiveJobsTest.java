@@ -8,12 +8,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.frdiag.cli.FrDiagnose;
 import dev.frdiag.daemon.Daemon;
 import dev.frdiag.daemon.settings.DaemonSettings;
+import dev.frdiag.analysis.Lateness;
 import dev.frdiag.report.Report;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,8 +28,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The shipped fr-agent beside live torchrun jobs whose every rank serves torch's worker server, streaming to a
  * daemon on loopback with no {@code --now} and no dump asked by hand: a hang is reported by itself within the stall
- * timeout and a little more, naming the rank and, for a CPU stall, the line its Python stack is stuck on; a healthy
- * job is never reported; a killed rank names no innocent one.
+ * timeout and a little more, naming the rank and, for a CPU stall, the line its Python stack is stuck on; a rank
+ * slowed by tens of milliseconds a step is reported a straggler within a minute; a healthy job is never reported; a
+ * killed rank names no innocent one.
  */
 class LiveJobsTest {
   private static final Logger log = LoggerFactory.getLogger(LiveJobsTest.class);
@@ -109,18 +112,41 @@ class LiveJobsTest {
   }
 
   @Test
-  void aHealthyJobRunsTwoMinutesWithNoReport() throws Exception {
-    // 2,400 steps of 50 ms sleep and four collectives: over two minutes on two cores.
-    try (Live live = new Live("live-healthy", Map.of("STEPS", "2400", "HANG_SECS", "600"))) {
+  void aHealthyJobRunsThreeMinutesWithNoReport() throws Exception {
+    // 4,000 steps of 50 ms sleep and four collectives: over three minutes on two cores. No hang report, and no
+    // straggler report from the 18 straggler analyses the daemon runs meanwhile (every 10 s).
+    try (Live live = new Live("live-healthy", Map.of("STEPS", "4000", "HANG_SECS", "600"))) {
       long start = System.nanoTime();
-      await("two minutes of training").atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofSeconds(1))
-          .failFast("torchrun ended before two minutes", () -> live.torchrun.exitCode() != null)
+      await("three minutes of training").atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofSeconds(1))
+          .failFast("torchrun ended before three minutes", () -> live.torchrun.exitCode() != null)
           .until(() -> {
             assertThat(live.report()).as("a report of a healthy job").isEmpty();
-            return System.nanoTime() - start >= Duration.ofMinutes(2).toNanos();
+            return System.nanoTime() - start >= Duration.ofMinutes(3).toNanos();
           });
       log.info("real-PyTorch suite: live-healthy: no report in {} s of training",
           (System.nanoTime() - start) / 1_000_000_000L);
+    }
+  }
+
+  @Test
+  void aRankLateByTensOfMillisecondsEveryStepIsReportedSlowWithinAMinute() throws Exception {
+    // Rank 2 sleeps 30 ms before its first collective of every step, from the first step on; the job never hangs.
+    try (Live live = new Live("live-slow", Map.of("FAULT_KIND", "slow", "FAULT_RANK", "2", "FAULT_DELAY_MS", "30",
+        "STEPS", "3000", "HANG_SECS", "600"))) {
+      Report r = await("a straggler report").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(250))
+          .until(live::report, Optional::isPresent).orElseThrow();
+      Instant reported = Instant.now();
+
+      assertThat(r.trigger()).isEqualTo(Report.Trigger.STRAGGLER);
+      assertThat(r.verdict() + " " + r.symptom() + " " + r.culpritRanks()).isEqualTo("SLOW STRAGGLER [2]");
+      assertThat(r.headline()).endsWith("it issues them late (CPU side).");
+      assertThat(r.lateness().ranks()).filteredOn(Lateness.Rank::culprit).extracting(Lateness.Rank::rank)
+          .containsExactly(2);
+      // From the job's first step (its log's "started" line, to the second) to the report in the store.
+      Duration took = Duration.between(live.torchrun.started(), reported);
+      log.info("real-PyTorch suite: live-slow: {} {} {} reported {} s after the job's first step: {}", r.verdict(),
+          r.symptom(), r.culpritRanks(), took.toSeconds(), r.headline());
+      assertThat(took).isLessThanOrEqualTo(Duration.ofSeconds(60));
     }
   }
 

@@ -75,6 +75,26 @@ final class TorchrunJob implements AutoCloseable {
     return dir;
   }
 
+  /**
+   * When rank 0 began training, as its log line "[rank 0 HH:MM:SS] … started" says (today, local time, to the
+   * second); waits for the line.
+   */
+  java.time.Instant started() {
+    java.util.regex.Pattern line = java.util.regex.Pattern.compile("\\[rank 0 (\\d\\d:\\d\\d:\\d\\d)\\] \\S+ job of \\d+ "
+        + "ranks started");
+    String[] at = new String[1];
+    await("rank 0's start").atMost(Duration.ofMinutes(2)).pollInterval(Duration.ofMillis(200)).until(() -> {
+      java.util.regex.Matcher m = line.matcher(Files.readString(dir.resolve("train.log")));
+      if (m.find()) {
+        at[0] = m.group(1);
+      }
+      return at[0] != null;
+    });
+    // train.py prints local time, as Python's time.strftime does.
+    return java.time.LocalDate.now().atTime(java.time.LocalTime.parse(at[0])).atZone(java.time.ZoneId.systemDefault())
+        .toInstant();
+  }
+
   /** The dump of {@code rank} in {@code format} (json or pickle); it exists only once complete. */
   Path dump(String format, int rank) {
     return dir.resolve(format).resolve("trace_rank_" + rank);

@@ -27,7 +27,8 @@ final class AlertBodies {
     ArrayNode alerts = JSON.createArrayNode();
     ObjectNode alert = alerts.addObject();
     ObjectNode labels = alert.putObject("labels");
-    labels.put("alertname", "FrdiagHang");
+    // A slowed job is another alert than a hung one: routed and silenced on its own.
+    labels.put("alertname", r.verdict().name().equals("SLOW") ? "FrdiagStraggler" : "FrdiagHang");
     labels.put("job_id", r.job());
     labels.put("verdict", r.verdict().name());
     labels.put("symptom", r.symptom().name());

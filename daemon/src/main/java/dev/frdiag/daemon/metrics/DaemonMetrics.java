@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.metrics;
 
+import dev.frdiag.analysis.Lateness;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.JobSummary;
@@ -12,8 +13,13 @@ import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
@@ -53,6 +59,18 @@ public final class DaemonMetrics {
   private final GaugeWithCallback connections = GaugeWithCallback.builder().name("frdiag_connections")
       .help("Connections open, by port").labelNames("port")
       .callback(cb -> openConnections.forEach((p, n) -> cb.call(n.getAsInt(), p))).register(registry);
+
+  private final Gauge rankLateness = Gauge.builder().name("frdiag_rank_lateness_seconds")
+      .help("Each rank's median lateness at collectives over the straggler window: its arrival minus the other "
+          + "members' median (the culprits and the latest ranks of each job)").unit(null)
+      .labelNames("job", "rank").register(registry);
+  private final Gauge stragglers = Gauge.builder().name("frdiag_stragglers")
+      .help("Ranks the latest straggler analysis of each job named").labelNames("job").register(registry);
+  /** The rank series each job has now, so that a rank no longer among them stops being served. */
+  private final Map<String, Set<String>> latenessSeries = new ConcurrentHashMap<>();
+
+  /** Rank series served per job: a 4,096-rank job shows its culprits and latest ranks, not every rank. */
+  public static final int LATENESS_RANKS = 32;
 
   /** Counts that no registry or store backs; what a daemon part uses when built on its own (tests). */
   public DaemonMetrics() {
@@ -112,6 +130,26 @@ public final class DaemonMetrics {
   /** The registry a {@link MetricsServer} serves. */
   public PrometheusRegistry registry() {
     return registry;
+  }
+
+  /** The latest straggler analysis of {@code job}: each shown rank's lateness and how many were named. */
+  public void lateness(String job, Lateness figures, List<Integer> culprits) {
+    stragglers.labelValues(job).set(culprits.size());
+    Set<String> now = new HashSet<>();
+    if (figures != null) {
+      List<Lateness.Rank> ranks = new ArrayList<>(figures.ranks());
+      ranks.sort(Comparator.comparing(Lateness.Rank::culprit).thenComparingLong(Lateness.Rank::medianLateNs)
+          .reversed());
+      for (Lateness.Rank r : ranks.subList(0, Math.min(LATENESS_RANKS, ranks.size()))) {
+        String rank = Integer.toString(r.rank());
+        rankLateness.labelValues(job, rank).set(r.medianLateNs() / 1e9);
+        now.add(rank);
+      }
+    }
+    Set<String> before = latenessSeries.put(job, now);
+    if (before != null) {
+      before.stream().filter(r -> !now.contains(r)).forEach(r -> rankLateness.remove(job, r));
+    }
   }
 
   public void incidentOpened(Report.Trigger trigger) {

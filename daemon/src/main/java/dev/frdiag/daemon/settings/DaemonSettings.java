@@ -32,11 +32,13 @@ import java.util.Objects;
  * @param webPort the web view's port on the bind address, as {@code metricsPort}; {@code fr-daemon} serves it on
  *     {@value #DEFAULT_WEB_PORT}
  * @param connections what every port grants one connection and one client (default {@link Connections#defaults()})
+ * @param stragglerInterval how often each job's records are analysed for a straggler (default 10 s); zero: never
+ * @param stragglerWindow how far back those records reach (default 60 s)
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
     int maxMessageBytes, int window, Limits limits, int metricsPort, Security security, List<AlertTarget> alerts,
-    int webPort, Connections connections) {
+    int webPort, Connections connections, Duration stragglerInterval, Duration stragglerWindow) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = Contract.DEFAULT_PORT;
@@ -49,6 +51,8 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
   public static final int DEFAULT_WINDOW = 512;
   public static final int DEFAULT_METRICS_PORT = 9551;
   public static final int DEFAULT_WEB_PORT = 9552;
+  public static final Duration DEFAULT_STRAGGLER_INTERVAL = Duration.ofSeconds(10);
+  public static final Duration DEFAULT_STRAGGLER_WINDOW = Duration.ofSeconds(60);
 
   public DaemonSettings {
     Objects.requireNonNull(bindAddress, "bindAddress");
@@ -73,6 +77,11 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     if (window < 1) {
       throw new IllegalArgumentException("window must be at least 1, got " + window);
     }
+    Objects.requireNonNull(stragglerInterval, "stragglerInterval");
+    if (stragglerInterval.isNegative()) {
+      throw new IllegalArgumentException("stragglerInterval must not be negative, got " + stragglerInterval);
+    }
+    Limits.positive(stragglerWindow, "stragglerWindow");
   }
 
   /** How often the watchdog looks: often enough to react within a fraction of the stall timeout. */
@@ -111,6 +120,8 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private Security security = Security.none();
     private List<AlertTarget> alerts = List.of();
     private Connections connections = Connections.defaults();
+    private Duration stragglerInterval = DEFAULT_STRAGGLER_INTERVAL;
+    private Duration stragglerWindow = DEFAULT_STRAGGLER_WINDOW;
 
     public Builder bindAddress(String v) {
       bindAddress = v;
@@ -195,7 +206,18 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
-          window, limits, metricsPort, security, alerts, webPort, connections);
+          window, limits, metricsPort, security, alerts, webPort, connections, stragglerInterval,
+          stragglerWindow);
+    }
+
+    public Builder stragglerInterval(Duration v) {
+      stragglerInterval = v;
+      return this;
+    }
+
+    public Builder stragglerWindow(Duration v) {
+      stragglerWindow = v;
+      return this;
     }
   }
 }

@@ -4,11 +4,13 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
-import dev.frdiag.daemon.settings.DaemonSettings;
-import dev.frdiag.daemon.settings.Limits;
+import dev.frdiag.analysis.RecordTimelines;
+import dev.frdiag.analysis.StragglerAnalyzer;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.LimitExceededException;
+import dev.frdiag.daemon.settings.DaemonSettings;
+import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.store.ReportNotStoredException;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.DumpReply;
@@ -255,16 +257,53 @@ public final class Investigator {
           // Logged before it is stored: whatever the disk does, the verdict is not lost.
           log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
               report.verdict(), report.symptom(), report.culpritRanks(), trigger);
-          CompletableFuture<Report> durable = new CompletableFuture<>();
-          // Announced only once on disk, so whatever a watcher or a caller was told survives a crash.
-          store.save(report, stored -> {
-            job.reportWritten(stored.reportId());
-            metrics.reportWritten(stored, Duration.ofNanos(nanoTime.getAsLong() - detectedNanos));
-            announce(stored);
-            durable.complete(stored);
-          }, why -> notStored.accept(new ReportNotStoredException(report, why)));
-          return durable;
+          return durably(job, report, detectedNanos, notStored);
         }, executor);
+  }
+
+  /**
+   * Analyses {@code job}'s records of the last {@code window} for a straggler, on the analysis executor, and serves
+   * each rank's lateness as metrics; stores nothing. The job's windows are read as they stand: no rank is asked.
+   */
+  public CompletableFuture<Diagnosis> stragglers(Job job, Duration window) {
+    return CompletableFuture.supplyAsync(() -> {
+      Instant now = clock.get();
+      JobEvidence evidence = job.evidence(Map.of(), Set.of(), epochNanos(now), stallThreshold, "");
+      Diagnosis d = StragglerAnalyzer.analyze(RecordTimelines.of(evidence, epochNanos(now) - window.toNanos()));
+      metrics.lateness(job.id(), d.lateness(), d.culpritRanks());
+      return d;
+    }, executor);
+  }
+
+  /**
+   * Stores a straggler analysis' diagnosis of {@code job} as a report (trigger {@code straggler}) and hands it to
+   * the sinks once on disk.
+   */
+  public CompletableFuture<Report> reportStraggler(Job job, Diagnosis d, String how) {
+    metrics.incidentOpened(Report.Trigger.STRAGGLER);
+    long detectedNanos = nanoTime.getAsLong();
+    Timeline timeline = new Timeline().add(clock.get(), describe(Report.Trigger.STRAGGLER) + ": " + how);
+    Report report = Report.of(store.nextReportId(job.id()), job.id(), Report.Trigger.STRAGGLER, clock.get(), d,
+        timeline.entries(), job.scheduler());
+    log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
+        report.verdict(), report.symptom(), report.culpritRanks(), Report.Trigger.STRAGGLER);
+    return durably(job, report, detectedNanos, refused -> { });
+  }
+
+  /**
+   * Stores {@code report}; it is announced only once on disk, so whatever a watcher or a caller was told survives a
+   * crash.
+   */
+  private CompletableFuture<Report> durably(Job job, Report report, long detectedNanos,
+      Consumer<ReportNotStoredException> notStored) {
+    CompletableFuture<Report> durable = new CompletableFuture<>();
+    store.save(report, stored -> {
+      job.reportWritten(stored.reportId());
+      metrics.reportWritten(stored, Duration.ofNanos(nanoTime.getAsLong() - detectedNanos));
+      announce(stored);
+      durable.complete(stored);
+    }, why -> notStored.accept(new ReportNotStoredException(report, why)));
+    return durable;
   }
 
   private void announce(Report report) {

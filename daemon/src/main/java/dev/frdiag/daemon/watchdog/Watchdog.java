@@ -32,6 +32,7 @@ public final class Watchdog implements AutoCloseable {
   private final Map<String, Long> incidentOpenedAt = new ConcurrentHashMap<>();
   /** Jobs whose evidence was built ahead in their current approach to the stall timeout. */
   private final Set<String> preparedAhead = ConcurrentHashMap.newKeySet();
+  private final StragglerWatch stragglers;
   /** Whether the last pass found the intake behind by more than a heartbeat interval (said once per spell). */
   private volatile boolean intakeBehind;
 
@@ -55,6 +56,7 @@ public final class Watchdog implements AutoCloseable {
     this.settings = settings;
     this.nanoTime = nanoTime;
     this.scheduler = scheduler;
+    this.stragglers = new StragglerWatch(investigator, settings, nanoTime);
   }
 
   public void start() {
@@ -96,12 +98,14 @@ public final class Watchdog implements AutoCloseable {
     for (String expired : registry.expireIdle(nanoTime.getAsLong())) {
       incidentOpenedAt.remove(expired);
       preparedAhead.remove(expired);
+      stragglers.forget(expired);
       log.info("job {}: forgotten after {} with no rank connected (its reports stay in the store)", expired,
           settings.limits().jobIdleExpiry());
     }
     for (Job job : registry.all()) {
       try {
         check(job, lag);
+        stragglers.check(job);
         long quiet = job.quietAtLastCheckNanos();
         long untilStall = settings.stallTimeout().toNanos() - quiet;
         if (quiet >= 0 && untilStall <= interval.toNanos()) {

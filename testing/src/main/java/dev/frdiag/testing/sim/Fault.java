@@ -1,5 +1,6 @@
 package dev.frdiag.testing.sim;
 
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -20,6 +21,8 @@ import java.util.Objects;
  *       dimension halved; nobody in that data-parallel group completes it.
  *   <li>{@link FaultKind#DEAD_RANK}: {@code rank}'s process dies at the start of step F: its reporter is killed
  *       (no Goodbye) and it issues nothing more.
+ *   <li>{@link FaultKind#SLOW}: no hang; from step F on, {@code rank} issues each step {@code delay} after it could
+ *       (its peers issue theirs and wait inside the step's collectives for it): a straggler.
  * </ul>
  *
  * <p>Everything queued behind a stuck op stays SCHEDULED, and since every rank waits for its own step to finish
@@ -29,9 +32,15 @@ import java.util.Objects;
  * @param rank the faulty rank (0 for {@link FaultKind#NONE}); for {@link FaultKind#FABRIC}, the rank whose NIC
  *     port fails
  * @param atStep the 0-based training step at which it goes wrong
+ * @param delay for {@link FaultKind#SLOW}, how late the rank issues each step; zero otherwise
  */
-public record Fault(FaultKind kind, int rank, long atStep) {
+public record Fault(FaultKind kind, int rank, long atStep, Duration delay) {
   private static final Fault NONE = new Fault(FaultKind.NONE, 0, 0);
+
+  /** A fault with no delay. */
+  public Fault(FaultKind kind, int rank, long atStep) {
+    this(kind, rank, atStep, Duration.ZERO);
+  }
 
   /**
    * @throws IllegalArgumentException if {@code rank} or {@code atStep} is negative
@@ -43,6 +52,10 @@ public record Fault(FaultKind kind, int rank, long atStep) {
     }
     if (atStep < 0) {
       throw new IllegalArgumentException("fault step must not be negative, got " + atStep);
+    }
+    Objects.requireNonNull(delay, "delay");
+    if (delay.isNegative() || kind == FaultKind.SLOW && delay.isZero()) {
+      throw new IllegalArgumentException("a slow rank's delay must be positive, got " + delay);
     }
   }
 
@@ -74,6 +87,11 @@ public record Fault(FaultKind kind, int rank, long atStep) {
   /** {@code rank}'s process dies at the start of {@code atStep}. */
   public static Fault deadRank(int rank, long atStep) {
     return new Fault(FaultKind.DEAD_RANK, rank, atStep);
+  }
+
+  /** {@code rank} issues every step from {@code atStep} on {@code delay} after it could: a straggler. */
+  public static Fault slow(int rank, long atStep, Duration delay) {
+    return new Fault(FaultKind.SLOW, rank, atStep, delay);
   }
 
   /** True when this fault concerns {@code rank} at {@code step} (FABRIC concerns no single rank). */

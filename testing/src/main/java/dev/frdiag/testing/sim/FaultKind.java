@@ -1,6 +1,6 @@
 package dev.frdiag.testing.sim;
 
-/** The kinds of hang the simulator can inject; see {@link Fault} for what each does. */
+/** The kinds of fault the simulator can inject (hangs, and one straggler); see {@link Fault} for what each does. */
 public enum FaultKind {
   /** No fault: the job trains until stopped. */
   NONE,
@@ -13,5 +13,7 @@ public enum FaultKind {
   /** The rank issues the step's data-parallel all_reduce with a different size; the group hangs in it. */
   MISMATCH,
   /** The rank's process dies at the start of the step: its stream to the daemon ends without a Goodbye. */
-  DEAD_RANK
+  DEAD_RANK,
+  /** Not a hang: from the step on, the rank issues each step a delay after it could (a straggler). */
+  SLOW
 }

@@ -53,6 +53,7 @@ public final class RankSimulator implements AutoCloseable {
   private final Fault fault;
   private final long stepLimit;
   private final long stepIntervalNanos;
+  private final LongSupplier clock;
   private final FlightRecorder[] recorders;
   private final RankIdentity[] identities;
   /** Null without a channel. */
@@ -96,7 +97,8 @@ public final class RankSimulator implements AutoCloseable {
     }
     // Groups are registered before any reporter starts, so every Hello carries them, as in a real job where
     // the process groups exist before training begins.
-    job = new SimulatedJob(topology, b.workload, fault, recorders, this::onDeath, this::onFabricFault);
+    job = new SimulatedJob(topology, b.workload, fault, recorders, this::onDeath, this::onFabricFault, b.clock);
+    clock = b.clock;
     reporters = b.channel == null ? null
         : new SimulatedReporters(recorders, identities, b.rankChannels == null ? r -> b.channel : b.rankChannels,
             b.reporterSettings, b.clock);
@@ -146,6 +148,10 @@ public final class RankSimulator implements AutoCloseable {
       checkOpen();
       if (driver != null) {
         throw new IllegalStateException("the simulator is driven by its own thread since start()");
+      }
+      if (fault.kind() == FaultKind.SLOW) {
+        throw new IllegalStateException("a slow rank issues its steps late by the clock: run the simulator on its "
+            + "own thread (start())");
       }
       long target = Math.min(stepLimit, stepsCompleted + n);
       long before = stepsCompleted;
@@ -278,6 +284,9 @@ public final class RankSimulator implements AutoCloseable {
           while (remaining > 0 && !closing.get()) {
             remaining = changed.awaitNanos(remaining);
           }
+        } else if (job.wakeAtNanos() > 0) {
+          // A slow rank holds its step back: nothing moves until it issues it.
+          changed.awaitNanos(Math.max(100_000, job.wakeAtNanos() - clock.getAsLong()));
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -296,7 +305,7 @@ public final class RankSimulator implements AutoCloseable {
     if (stepsCompleted >= stepLimit) {
       finished = true;
       changed.signalAll();
-    } else if (!moved) {
+    } else if (!moved && job.wakeAtNanos() == 0) {
       stalled = true;
       log.info("simulated job stalled after {} completed steps ({})", stepsCompleted, describe(fault));
       changed.signalAll();

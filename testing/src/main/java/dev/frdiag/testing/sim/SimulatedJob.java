@@ -15,6 +15,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.IntConsumer;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,6 +40,7 @@ final class SimulatedJob {
   private long changes;
   private boolean fabricAnnounced;
   private long stepsCompleted;
+  private final LongSupplier clock;
 
   /**
    * Registers every rank's process groups with its recorder and interns its ops, tensors and stacks.
@@ -49,6 +51,13 @@ final class SimulatedJob {
    */
   SimulatedJob(Topology topology, Workload workload, Fault fault, FlightRecorder[] recorders,
       IntConsumer onDeath, IntConsumer onFabricFault) {
+    this(topology, workload, fault, recorders, onDeath, onFabricFault, FlightRecorder::epochNanos);
+  }
+
+  /** @param clock epoch ns, for when a slow rank may issue its step */
+  SimulatedJob(Topology topology, Workload workload, Fault fault, FlightRecorder[] recorders,
+      IntConsumer onDeath, IntConsumer onFabricFault, LongSupplier clock) {
+    this.clock = clock;
     if (recorders.length != topology.worldSize()) {
       throw new IllegalArgumentException(
           recorders.length + " recorders for a world of " + topology.worldSize() + " ranks");
@@ -115,6 +124,17 @@ final class SimulatedJob {
     return stepsCompleted;
   }
 
+  /** Epoch ns when a slow rank may issue the step it holds back; 0 when none holds one back. */
+  long wakeAtNanos() {
+    long wake = 0;
+    for (RankState r : ranks) {
+      if (r.slowUntil > 0 && (wake == 0 || r.slowUntil < wake)) {
+        wake = r.slowUntil;
+      }
+    }
+    return wake;
+  }
+
   /** Applies the faults that strike at the start of a step; false when the rank issues nothing. */
   private boolean beginStep(RankState rank) {
     long step = rank.stepsDone;
@@ -135,6 +155,16 @@ final class SimulatedJob {
       log.info("fault: the fabric fails under the world all_reduce of step {}", step);
       fabricAnnounced = true;
       onFabricFault.accept(fault.rank());
+    }
+    if (fault.kind() == FaultKind.SLOW && fault.rank() == rank.rank && step >= fault.atStep()) {
+      long now = clock.getAsLong();
+      if (rank.slowUntil == 0) {
+        rank.slowUntil = now + fault.delay().toNanos();
+      }
+      if (now < rank.slowUntil) {
+        return false;
+      }
+      rank.slowUntil = 0;
     }
     if (fault.hits(FaultKind.GPU_STALL, rank.rank, step)) {
       log.info("fault: the device of rank {} starts nothing from step {} on (GPU stall)", rank.rank, step);
@@ -308,6 +338,8 @@ final class SimulatedJob {
     int cursor;
     long stepsDone;
     long deviceStalledFromStep = Long.MAX_VALUE;
+    /** A slow rank holding its step back: epoch ns when it issues it; 0 otherwise. */
+    long slowUntil;
     boolean cpuStalled;
     boolean dead;
 
