@@ -5,6 +5,7 @@ import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.StragglerAnalyzer;
 import dev.frdiag.analysis.TimelineEvidence;
+import dev.frdiag.analysis.TraceHistory;
 import dev.frdiag.evidence.EvidenceReader;
 import dev.frdiag.evidence.ReadProgress;
 import dev.frdiag.evidence.UnusableInputException;
@@ -84,6 +85,10 @@ public final class AnalyzeCommand implements Callable<Integer> {
     JobEvidence input = gathered.evidence().get();
     long read = System.nanoTime();
     Diagnosis d = HangAnalyzer.analyze(input);
+    if (gathered.timelines().isPresent()) {
+      // Traces of the same job beside its dumps: the stuck collective's group as they show it before the hang.
+      d = TraceHistory.attach(d, gathered.timelines().get());
+    }
     long analysed = System.nanoTime();
     Instant now = Instant.now();
     Timeline timeline = new Timeline().firstDivergence(d).add(now, String.format("read %d dump files and %d logs "

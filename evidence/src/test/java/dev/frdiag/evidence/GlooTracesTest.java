@@ -5,9 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.frdiag.analysis.CollectiveTiming;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
+import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.RankTimeline;
 import dev.frdiag.analysis.StragglerAnalyzer;
 import dev.frdiag.analysis.TimelineEvidence;
+import dev.frdiag.analysis.TraceHistory;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.nio.file.Path;
@@ -18,7 +20,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Real torch 2.13 CPU traces of the real-PyTorch suite's gloo jobs (resources/pytorch-2.13-traces/README.md): one
- * with rank 2 sleeping 30 ms before its collectives at every step, one healthy.
+ * with rank 2 sleeping 30 ms before its collectives at every step, one healthy, and one that hung (with its dumps).
  */
 class GlooTracesTest {
   private static TimelineEvidence read(String job) throws Exception {
@@ -70,5 +72,27 @@ class GlooTracesTest {
     assertThat(d.verdict()).isEqualTo(Verdict.NO_HANG);
     assertThat(d.culpritRanks()).isEmpty();
     assertThat(d.evidence().get(0).kind()).isEqualTo(Evidence.Kind.SKEW);
+  }
+
+  @Test
+  void aHangsStuckCollectiveIsShownWithItsHistoryInTheSameJobsTraces() throws Exception {
+    Path job = Path.of(GlooTracesTest.class.getResource("/pytorch-2.13-traces/stall_dp_rank2_w4").toURI());
+    EvidenceReader.Gathered g = EvidenceReader.builder().build().read(List.of(job.resolve("json"),
+        job.resolve("traces")), ReadProgress.SILENT);
+
+    Diagnosis hang = HangAnalyzer.analyze(g.evidence().orElseThrow());
+    Diagnosis d = TraceHistory.attach(hang, g.timelines().orElseThrow());
+
+    assertThat(d.verdict() + " " + d.symptom() + " " + d.culpritRanks()).isEqualTo("HANG CPU_STALL [2]");
+    assertThat(d.collective().label()).isEqualTo("3#6 all_reduce");
+    assertThat(d.evidence()).filteredOn(e -> e.kind() == Evidence.Kind.TRACE_HISTORY).singleElement()
+        .satisfies(e -> {
+          assertThat(e.ranks()).containsExactly(0, 2);
+          assertThat(e.detail()).startsWith("The profiler traces of ranks 0, 2 show 2 collectives of group 3 "
+              + "(undefined) over ").contains("before the stuck op was first issued; they carry no Seq");
+        });
+    // The group's history drawn on the hang's page.
+    assertThat(d.lateness().ranks()).extracting(l -> l.rank()).containsExactly(0, 2);
+    assertThat(hang.evidence()).noneMatch(e -> e.kind() == Evidence.Kind.TRACE_HISTORY);
   }
 }
