@@ -46,6 +46,17 @@ public final class KinetoTraceReader {
   private static final Pattern RANK_PROCESS = Pattern.compile("(?i)\\brank\\s*(\\d+)");
   private static final Pattern NUMBER = Pattern.compile("-?\\d+");
   private static final Pattern NOT_LETTER = Pattern.compile("[^\\p{L}]");
+  private static final String X = "X";
+  private static final String M = "M";
+  private static final String KERNEL = "kernel";
+  private static final String CPU_OP = "cpu_op";
+  private static final String GPU_USER_ANNOTATION = "gpu_user_annotation";
+  private static final List<String> CATEGORIES = List.of(KERNEL, CPU_OP, "cuda_runtime", "ac2g",
+      "user_annotation", GPU_USER_ANNOTATION, "gpu_memcpy", "gpu_memset", "python_function");
+  /** What a compute kernel's name is read as: nothing but that it is one. */
+  private static final String COMPUTE_KERNEL = "(compute kernel)";
+  /** What an ordinary CPU op's name is read as. */
+  private static final String OTHER_OP = "(cpu op)";
 
   private KinetoTraceReader() {}
 
@@ -317,10 +328,11 @@ public final class KinetoTraceReader {
         String key = p.currentName();
         JsonToken v = p.nextToken();
         switch (key) {
-          case "ph" -> ph = p.getText();
-          case "cat" -> cat = v == JsonToken.VALUE_STRING ? p.getText() : null;
-          case "name" -> name = v == JsonToken.VALUE_STRING ? p.getText() : null;
-          case "pid" -> pid = v.isScalarValue() ? p.getText() : null;
+          case "ph" -> ph = phase(p);
+          case "cat" -> cat = v == JsonToken.VALUE_STRING ? category(p) : null;
+          case "name" -> name = v == JsonToken.VALUE_STRING ? name(p) : null;
+          // Kept only where a process name may map it to a rank (files merging ranks): a string per event costs.
+          case "pid" -> pid = v.isScalarValue() && (ph == M || !pidRanks.isEmpty()) ? p.getText() : null;
           case "tid" -> tid = v.isNumeric() ? p.getValueAsLong(-1) : -1;
           case "ts" -> {
             if (v.isNumeric()) {
@@ -340,9 +352,9 @@ public final class KinetoTraceReader {
       if (ph == null) {
         return;
       }
-      if (ph.equals("X") && hasTs && name != null) {
+      if (ph == X && hasTs && name != null) {
         complete();
-      } else if (ph.equals("M") && "process_name".equals(name) && pid != null) {
+      } else if (ph == M && "process_name".equals(name) && pid != null) {
         String label = argName != null ? argName : argLabels;
         if (label != null) {
           Matcher m = RANK_PROCESS.matcher(label);
@@ -391,9 +403,75 @@ public final class KinetoTraceReader {
       }
     }
 
+    /** The event's phase, one shared string for the two read ("X", "M"), others as they are. */
+    private static String phase(JsonParser p) throws IOException {
+      if (p.getTextLength() == 1) {
+        char c = p.getTextCharacters()[p.getTextOffset()];
+        if (c == 'X') {
+          return X;
+        }
+        if (c == 'M') {
+          return M;
+        }
+      }
+      return p.getText();
+    }
+
+    /** The event's category, the ones read as shared strings. */
+    private static String category(JsonParser p) throws IOException {
+      for (String known : CATEGORIES) {
+        if (textIs(p, known)) {
+          return known;
+        }
+      }
+      return p.getText();
+    }
+
+    /**
+     * The event's name where it may matter; a compute kernel's or an ordinary CPU op's name is read only as far as
+     * its first characters, since most of a trace's events are those.
+     */
+    private String name(JsonParser p) throws IOException {
+      if ((cat == KERNEL || cat == CPU_OP) && !startsWith(p, "nccl") && !startsWith(p, "record_param_comms")
+          && !startsWith(p, "c10d::") && !startsWith(p, "rccl") && !startsWith(p, "cross_device_reduce")
+          && !startsWith(p, "ncclDev")) {
+        char[] t = p.getTextCharacters();
+        int off = p.getTextOffset();
+        int len = p.getTextLength();
+        boolean maybeComm = false;
+        for (int i = off; i < off + len - 3 && !maybeComm; i++) {
+          char c = t[i];
+          maybeComm = (c == 'r' || c == 'R') && (t[i + 1] == 'c' || t[i + 1] == 'C')
+              || c == 'a' && t[i + 1] == 'l' && t[i + 2] == 'l' && t[i + 3] == 'r';
+        }
+        if (!maybeComm) {
+          return cat == KERNEL ? COMPUTE_KERNEL : OTHER_OP;
+        }
+      }
+      return p.getText();
+    }
+
+    private static boolean textIs(JsonParser p, String s) throws IOException {
+      return p.getTextLength() == s.length() && startsWith(p, s);
+    }
+
+    private static boolean startsWith(JsonParser p, String s) throws IOException {
+      if (p.getTextLength() < s.length()) {
+        return false;
+      }
+      char[] t = p.getTextCharacters();
+      int off = p.getTextOffset();
+      for (int i = 0; i < s.length(); i++) {
+        if (t[off + i] != s.charAt(i)) {
+          return false;
+        }
+      }
+      return true;
+    }
+
     /** A complete ("X") event: keep what tells a collective, and the device's busy time. */
     private void complete() {
-      if ("kernel".equals(cat)) {
+      if (cat == KERNEL) {
         RankEvents r = rankEvents();
         long end = tsNs + durNs;
         if (CommKernels.isCommunication(name)) {
@@ -404,7 +482,7 @@ public final class KinetoTraceReader {
         }
         return;
       }
-      if ("cpu_op".equals(cat)) {
+      if (cat == CPU_OP) {
         if (name.equals("record_param_comms")) {
           if (collName != null && !collName.equals("wait") && extId >= 0) {
             RankEvents r = rankEvents();
@@ -421,7 +499,7 @@ public final class KinetoTraceReader {
       }
       if (name.startsWith("gloo:")) {
         rankEvents().glooWork.add(new CpuOp(tsNs, durNs, tid, name, null));
-      } else if (name.startsWith("nccl:") && !"gpu_user_annotation".equals(cat)) {
+      } else if (name.startsWith("nccl:") && cat != GPU_USER_ANNOTATION) {
         rankEvents().ncclAnnotations.add(new CpuOp(tsNs, durNs, tid, name, null));
       }
     }
