@@ -67,8 +67,9 @@ class WatchdogTest {
       task.run();
     }, scheduler, () -> Instant.EPOCH.plusNanos(nanos.get()),
         nanos::get, STALL);
+    // No straggler analyses: these tests count the analysis tasks a hang's watch starts.
     DaemonSettings settings = DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL)
-        .heartbeatTimeout(HEARTBEAT).lostGrace(GRACE).build();
+        .heartbeatTimeout(HEARTBEAT).lostGrace(GRACE).stragglerInterval(Duration.ZERO).build();
     watchdog = new Watchdog(registry, investigator, settings, nanos::get, intakeLag::get, scheduler);
     job = registry.getOrCreate("job", 2, 0);
     for (int rank = 0; rank < 2; rank++) {
