@@ -34,7 +34,7 @@ import picocli.CommandLine;
         + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
         + "none is stored."},
     subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class, WatchCommand.class,
-        AnalyzeCommand.class, TopologyCommand.class},
+        NodesCommand.class, AnalyzeCommand.class, TopologyCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:no hang", "1:hang diagnosed", "2:usage error",
         "3:daemon unreachable, or job/report unknown", "4:insufficient evidence for a verdict", "5:other failure",

@@ -8,6 +8,7 @@ import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.access.ServerTls;
 import dev.frdiag.daemon.alert.AlertDispatcher;
+import dev.frdiag.daemon.fleet.Fleet;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.metrics.MetricsServer;
 import dev.frdiag.daemon.ports.ConnectionGate;
@@ -73,6 +74,7 @@ public final class Daemon implements AutoCloseable {
   private final AccessRules rules;
   private final ServerTls tls;
   private final AlertDispatcher alerts;
+  private final Fleet fleet;
   private final Object lock = new Object();
   /** Null when the caller supplied the transport: then there is no address of ours to name. */
   private final InetSocketAddress address;
@@ -141,6 +143,16 @@ public final class Daemon implements AutoCloseable {
     if (alerts != null) {
       investigator.addSink(alerts);
     }
+    // Rebuilt from the store at every start, then told every report as it is written: nothing else to keep.
+    this.fleet = new Fleet(settings.fleet(), java.time.Clock.systemUTC()).rebuild(store);
+    investigator.addSink(fleet);
+    metrics.watchFleet(fleet);
+    fleet.onAlert(part -> {
+      metrics.partAlerted();
+      if (alerts != null) {
+        alerts.acceptPart(part);
+      }
+    });
     // Reports the disk refused (full, read-only) are written as soon as it takes them again.
     scheduler.scheduleWithFixedDelay(store::retryPending, STORE_RETRY.toMillis(), STORE_RETRY.toMillis(),
         TimeUnit.MILLISECONDS);
@@ -153,7 +165,7 @@ public final class Daemon implements AutoCloseable {
         .addService(guarded(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
             System::nanoTime, System::currentTimeMillis, metrics).bindService(), access))
         .addService(guarded(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline(),
-            settings.limits()).bindService(), access))
+            settings.limits(), fleet).bindService(), access))
         // grpcurl and load balancers ask these: which services, and whether the daemon serves yet.
         .addService(health.getHealthService())
         .addService(ProtoReflectionServiceV1.newInstance())
@@ -214,7 +226,7 @@ public final class Daemon implements AutoCloseable {
         if (settings.webPort() >= 0) {
           webServer = new WebServer(store, registry, rules, metrics::accessDenied, settings.bindAddress(),
               settings.webPort(), tls == null ? null : tls.sslContext(), clientCertificates, settings.connections(),
-              reason -> metrics.connectionRefused("web", reason));
+              reason -> metrics.connectionRefused("web", reason), fleet);
           metrics.watchConnections("web", webServer.connections()::open);
         }
       } catch (UncheckedIOException e) {
@@ -314,6 +326,11 @@ public final class Daemon implements AutoCloseable {
   /** The reports written so far and from earlier runs on the same data dir. */
   public ReportStore store() {
     return store;
+  }
+
+  /** Which parts keep showing up in the stored reports' hangs. */
+  public Fleet fleet() {
+    return fleet;
   }
 
   /** The jobs this daemon tracks. */

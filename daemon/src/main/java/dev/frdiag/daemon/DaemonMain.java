@@ -9,6 +9,7 @@ import dev.frdiag.command.DurationConverter;
 import dev.frdiag.command.LogFormat;
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.alert.AlertTarget;
+import dev.frdiag.daemon.fleet.FleetSettings;
 import dev.frdiag.daemon.store.Retention;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -153,6 +154,14 @@ public final class DaemonMain implements Callable<Integer> {
       + "webhook); repeatable. KIND: webhook, alertmanager, slack.")
   List<String> alerts = new ArrayList<>();
 
+  @Option(names = "--fleet-half-life", converter = DurationConverter.class, description = "Fleet memory: how long "
+      + "until a hang weighs half in a part's score (default 14d).")
+  Duration fleetHalfLife = FleetSettings.DEFAULT_HALF_LIFE;
+
+  @Option(names = "--fleet-alert-score", description = "Fleet memory: the score at which a host, GPU, NIC, port or "
+      + "link is alerted on, each distinct job adding up to 1 (default ${DEFAULT-VALUE}).")
+  double fleetAlertScore = FleetSettings.DEFAULT_ALERT_SCORE;
+
   @Option(names = LogFormat.OPTION, paramLabel = "text|json", description = "Log lines as key=value text or "
       + "one JSON object per line (default ${DEFAULT-VALUE}).")
   String logFormat = "text";
@@ -192,7 +201,8 @@ public final class DaemonMain implements Callable<Integer> {
         .connections(Connections.builder().headerTimeout(headerTimeout).idleTimeout(idleTimeout)
             .maxPerClient(maxConnectionsPerClient).build())
         .alerts(alerts.stream().flatMap(a -> Arrays.stream(a.split(";"))).map(String::strip)
-            .filter(a -> !a.isEmpty()).map(AlertTarget::parse).toList()).build();
+            .filter(a -> !a.isEmpty()).map(AlertTarget::parse).toList())
+        .fleet(FleetSettings.builder().halfLife(fleetHalfLife).alertScore(fleetAlertScore).build()).build();
     Daemon daemon;
     try {
       daemon = new Daemon(settings).start();

@@ -1,5 +1,6 @@
 package dev.frdiag.daemon.alert;
 
+import dev.frdiag.daemon.fleet.Standing;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportSink;
 import java.net.http.HttpClient;
@@ -10,6 +11,8 @@ import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,7 +26,8 @@ public final class AlertDispatcher implements ReportSink, AutoCloseable {
   static final int QUEUE = 1000;
   static final int ATTEMPTS = 5;
 
-  private record Delivery(AlertTarget target, Report report) {}
+  /** One body for one target; {@code what} names it in logs. */
+  private record Delivery(AlertTarget target, String what, Function<AlertTarget.Kind, String> body) {}
 
   private final List<AlertTarget> targets;
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -50,16 +54,29 @@ public final class AlertDispatcher implements ReportSink, AutoCloseable {
   /** Never blocks: queues the report for each target that wants its job. */
   @Override
   public void accept(Report report) {
+    enqueue(t -> t.wants(report.job()), "report " + report.reportId(), k -> AlertBodies.of(k, report));
+  }
+
+  /**
+   * Never blocks: queues a part that reached the fleet alert score for each target that wants one of the jobs
+   * whose hangs named it.
+   */
+  public void acceptPart(Standing part) {
+    enqueue(t -> part.recent().stream().anyMatch(i -> t.wants(i.job())), "part " + part.part().display(),
+        k -> AlertBodies.of(k, part));
+  }
+
+  private void enqueue(Predicate<AlertTarget> wanted, String what, Function<AlertTarget.Kind, String> body) {
     synchronized (queue) {
       for (AlertTarget t : targets) {
-        if (t.wants(report.job())) {
+        if (wanted.test(t)) {
           if (queue.size() >= QUEUE) {
             Delivery lost = queue.removeFirst();
             dropped.incrementAndGet();
             failed.accept(lost.target().kind().name().toLowerCase(java.util.Locale.ROOT));
-            log.warn("alert queue full: report {} not sent to {}", lost.report().reportId(), lost.target());
+            log.warn("alert queue full: {} not sent to {}", lost.what(), lost.target());
           }
-          queue.addLast(new Delivery(t, report));
+          queue.addLast(new Delivery(t, what, body));
         }
       }
       queue.notifyAll();
@@ -92,7 +109,7 @@ public final class AlertDispatcher implements ReportSink, AutoCloseable {
   }
 
   private void deliver(Delivery d) {
-    String body = AlertBodies.of(d.target().kind(), d.report());
+    String body = d.body().apply(d.target().kind());
     Duration backoff = firstBackoff;
     String problem = "";
     for (int attempt = 1; attempt <= ATTEMPTS && !closed; attempt++) {
@@ -101,7 +118,7 @@ public final class AlertDispatcher implements ReportSink, AutoCloseable {
             .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
             HttpResponse.BodyHandlers.discarding());
         if (r.statusCode() / 100 == 2) {
-          log.debug("report {} sent to {}", d.report().reportId(), d.target());
+          log.debug("{} sent to {}", d.what(), d.target());
           return;
         }
         problem = "HTTP " + r.statusCode();
@@ -122,7 +139,7 @@ public final class AlertDispatcher implements ReportSink, AutoCloseable {
       }
     }
     failed.accept(d.target().kind().name().toLowerCase(java.util.Locale.ROOT));
-    log.warn("report {} could not be sent to {} after {} attempts: {}", d.report().reportId(), d.target(),
+    log.warn("{} could not be sent to {} after {} attempts: {}", d.what(), d.target(),
         ATTEMPTS, problem);
   }
 

@@ -1,6 +1,8 @@
 package dev.frdiag.daemon.metrics;
 
 import dev.frdiag.analysis.Lateness;
+import dev.frdiag.daemon.fleet.Fleet;
+import dev.frdiag.daemon.fleet.Standing;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.JobSummary;
@@ -49,6 +51,8 @@ public final class DaemonMetrics {
   private final Gauge streams = Gauge.builder().name("frdiag_streams")
       .help("Streams open from ranks (rank) and from node relays (node), each node stream carrying many ranks")
       .labelNames("kind").register(registry);
+  private final Counter partAlerts = Counter.builder().name("frdiag_part_alerts_total")
+      .help("Fleet memory: parts that reached the alert score").register(registry);
   private final Counter accessDenied = Counter.builder().name("frdiag_access_denied_total")
       .help("Calls refused by authentication or authorization, by reason").labelNames("reason").register(registry);
   private final Counter connectionsRefused = Counter.builder().name("frdiag_connections_refused_total")
@@ -125,6 +129,41 @@ public final class DaemonMetrics {
   /** A connection to {@code port} closed as it came, for {@code reason}. */
   public void connectionRefused(String port, String reason) {
     connectionsRefused.labelValues(port, reason).inc();
+  }
+
+  /** Parts whose score is served, highest first: the ones worth a graph, at a bounded number of series. */
+  static final int PARTS_SERVED = 200;
+  /** Parts scoring less are left out of the series: their incidents have faded. */
+  static final double PART_SCORE_FLOOR = 0.05;
+
+  /**
+   * Serves the fleet memory's scores at each scrape: {@code frdiag_part_score} and {@code frdiag_part_jobs} of the
+   * highest-scoring parts (at most {@value #PARTS_SERVED}, none below {@value #PART_SCORE_FLOOR}), and
+   * {@code frdiag_part_alerts_total}.
+   */
+  public void watchFleet(Fleet fleet) {
+    GaugeWithCallback.builder().name("frdiag_part_score").help("Fleet memory: the part's score, the distinct jobs "
+        + "whose hangs named it, each weighing 0.5^(age / half-life)").labelNames("kind", "host", "part")
+        .callback(cb -> served(fleet).forEach(s -> cb.call(s.score(), labels(s)))).register(registry);
+    GaugeWithCallback.builder().name("frdiag_part_jobs").help("Fleet memory: distinct jobs whose hangs named the "
+        + "part").labelNames("kind", "host", "part")
+        .callback(cb -> served(fleet).forEach(s -> cb.call(s.jobs(), labels(s)))).register(registry);
+    GaugeWithCallback.builder().name("frdiag_parts").help("Fleet memory: parts (hosts, GPUs, NICs, ports, links) "
+        + "kept").callback(cb -> cb.call(fleet.parts())).register(registry);
+  }
+
+  private static List<Standing> served(Fleet fleet) {
+    return fleet.standings(j -> true, true, null, 1).stream().filter(s -> s.score() >= PART_SCORE_FLOOR)
+        .limit(PARTS_SERVED).toList();
+  }
+
+  private static String[] labels(Standing s) {
+    return new String[] {s.part().kind().name().toLowerCase(Locale.ROOT), s.part().host(), s.part().name()};
+  }
+
+  /** A part reached the fleet alert score. */
+  public void partAlerted() {
+    partAlerts.inc();
   }
 
   /** The registry a {@link MetricsServer} serves. */

@@ -2,6 +2,7 @@ package dev.frdiag.daemon.settings;
 
 import dev.frdiag.daemon.access.Security;
 import dev.frdiag.daemon.alert.AlertTarget;
+import dev.frdiag.daemon.fleet.FleetSettings;
 import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
 import java.nio.file.Path;
@@ -34,11 +35,14 @@ import java.util.Objects;
  * @param connections what every port grants one connection and one client (default {@link Connections#defaults()})
  * @param stragglerInterval how often each job's records are analysed for a straggler (default 10 s); zero: never
  * @param stragglerWindow how far back those records reach (default 60 s)
+ * @param fleet how the parts that keep showing up in hangs are scored and alerted on (default
+ *     {@link FleetSettings#defaults()})
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
     int maxMessageBytes, int window, Limits limits, int metricsPort, Security security, List<AlertTarget> alerts,
-    int webPort, Connections connections, Duration stragglerInterval, Duration stragglerWindow) {
+    int webPort, Connections connections, Duration stragglerInterval, Duration stragglerWindow,
+    FleetSettings fleet) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = Contract.DEFAULT_PORT;
@@ -60,6 +64,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     Objects.requireNonNull(limits, "limits");
     Objects.requireNonNull(security, "security");
     Objects.requireNonNull(connections, "connections");
+    Objects.requireNonNull(fleet, "fleet");
     alerts = List.copyOf(alerts);
     if (port < 0 || port > 65_535) {
       throw new IllegalArgumentException("port must be within 0..65535, got " + port);
@@ -122,6 +127,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private Connections connections = Connections.defaults();
     private Duration stragglerInterval = DEFAULT_STRAGGLER_INTERVAL;
     private Duration stragglerWindow = DEFAULT_STRAGGLER_WINDOW;
+    private FleetSettings fleet = FleetSettings.defaults();
 
     public Builder bindAddress(String v) {
       bindAddress = v;
@@ -203,11 +209,16 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder fleet(FleetSettings v) {
+      fleet = v;
+      return this;
+    }
+
     public DaemonSettings build() {
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
           window, limits, metricsPort, security, alerts, webPort, connections, stragglerInterval,
-          stragglerWindow);
+          stragglerWindow, fleet);
     }
 
     public Builder stragglerInterval(Duration v) {

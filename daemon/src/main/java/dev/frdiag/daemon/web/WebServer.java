@@ -5,6 +5,7 @@ import dev.frdiag.daemon.access.AccessRules;
 import dev.frdiag.daemon.access.Principal;
 import dev.frdiag.daemon.ports.ConnectionGate;
 import dev.frdiag.daemon.ports.HttpPort;
+import dev.frdiag.daemon.fleet.Fleet;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.settings.Connections;
@@ -28,9 +29,9 @@ import java.util.function.Consumer;
 import javax.net.ssl.SSLContext;
 
 /**
- * The daemon's web view on its own HTTP(S) port: the jobs ({@code /}), a job's reports ({@code /jobs/J}) and one
- * report's page ({@code /reports/ID}, its JSON at {@code /reports/ID.json}), behind the same access rules as the
- * gRPC services: a caller reads only the jobs it is a reader of, by bearer token or client certificate. A job or
+ * The daemon's web view on its own HTTP(S) port: the jobs ({@code /}), a job's reports ({@code /jobs/J}), one
+ * report's page ({@code /reports/ID}, its JSON at {@code /reports/ID.json}) and the parts that keep showing up in
+ * hangs ({@code /parts}), behind the same access rules as the gRPC services: a caller reads only the jobs it is a reader of, by bearer token or client certificate. A job or
  * report the caller may not read is answered exactly as one that does not exist, so a stranger cannot tell which
  * exist.
  *
@@ -49,6 +50,8 @@ public final class WebServer implements AutoCloseable {
   private final JobRegistry registry;
   private final AccessRules rules;
   private final Consumer<String> denied;
+  /** Null when the daemon keeps no fleet memory: {@code /parts} is then not served. */
+  private final Fleet fleet;
 
   /**
    * Serves on {@code bind}:{@code port} (0 picks a free port), over TLS when {@code tls} is given (client
@@ -62,6 +65,15 @@ public final class WebServer implements AutoCloseable {
   public WebServer(ReportStore store, JobRegistry registry, AccessRules rules, Consumer<String> denied, String bind,
       int port, SSLContext tls, boolean requireClientCertificate, Connections connections,
       Consumer<String> refusedConnection) {
+    this(store, registry, rules, denied, bind, port, tls, requireClientCertificate, connections, refusedConnection,
+        null);
+  }
+
+  /** A web view that also serves the fleet page ({@code /parts}) from {@code fleet}. */
+  public WebServer(ReportStore store, JobRegistry registry, AccessRules rules, Consumer<String> denied, String bind,
+      int port, SSLContext tls, boolean requireClientCertificate, Connections connections,
+      Consumer<String> refusedConnection, Fleet fleet) {
+    this.fleet = fleet;
     this.store = store;
     this.registry = registry;
     this.rules = rules;
@@ -113,6 +125,12 @@ public final class WebServer implements AutoCloseable {
     String path = request.rawPath();
     if (path.equals("/")) {
       return Response.page(200, jobs(who.get()));
+    }
+    if (path.equals("/parts") && fleet != null) {
+      Principal caller = who.get();
+      // Job ids never are "*", so only a reader of every job may read it.
+      return Response.page(200, PartsPage.of(fleet.standings(caller::mayRead, caller.mayRead("*"), null, 1),
+          fleet.settings()));
     }
     if (path.startsWith("/jobs/")) {
       String job = decode(path.substring("/jobs/".length()));
@@ -177,7 +195,9 @@ public final class WebServer implements AutoCloseable {
       latest.ifPresent(r -> b.append(link(r)).append(' ').append(h(r.verdict() + " " + r.symptom())));
       b.append("</td></tr>");
     });
-    return ReportHtml.document("frdiag jobs", List.of(), b.append("</table></section>").toString());
+    return ReportHtml.document("frdiag jobs", fleet == null ? List.of()
+        : List.of(new ReportHtml.Link("parts that keep showing up in hangs", "/parts")),
+        b.append("</table></section>").toString());
   }
 
   private String reports(String job) {
@@ -199,7 +219,7 @@ public final class WebServer implements AutoCloseable {
     return "<a href=\"/reports/" + encode(r.reportId()) + "\">" + h(r.reportId()) + "</a>";
   }
 
-  private static String encode(String segment) {
+  static String encode(String segment) {
     return URLEncoder.encode(segment, StandardCharsets.UTF_8).replace("+", "%20");
   }
 
@@ -211,7 +231,7 @@ public final class WebServer implements AutoCloseable {
     }
   }
 
-  private static String h(String text) {
+  static String h(String text) {
     return UntrustedText.html(text);
   }
 }

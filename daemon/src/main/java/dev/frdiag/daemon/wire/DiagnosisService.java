@@ -4,6 +4,8 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.access.Access;
 import dev.frdiag.daemon.access.Principal;
+import dev.frdiag.daemon.fleet.Fleet;
+import dev.frdiag.daemon.fleet.Standing;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.LimitExceededException;
@@ -17,6 +19,12 @@ import dev.frdiag.proto.v1.GetReportRequest;
 import dev.frdiag.proto.v1.JobStatus;
 import dev.frdiag.proto.v1.ListJobsRequest;
 import dev.frdiag.proto.v1.ListJobsResponse;
+import dev.frdiag.proto.v1.ListPartsRequest;
+import dev.frdiag.proto.v1.ListPartsResponse;
+import dev.frdiag.proto.v1.PartIncident;
+import dev.frdiag.proto.v1.PartKind;
+import dev.frdiag.proto.v1.PartStanding;
+import dev.frdiag.proto.v1.SymptomCount;
 import dev.frdiag.proto.v1.ListReportsRequest;
 import dev.frdiag.proto.v1.ListReportsResponse;
 import dev.frdiag.proto.v1.ReportEnvelope;
@@ -30,23 +38,36 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** The Diagnosis service: what users and tools ask. A thin adapter over the registry, store and investigator. */
 public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
+  /** Parts {@code ListParts} answers with when the request sets no limit. */
+  static final int DEFAULT_PARTS = 1000;
   private final JobRegistry registry;
   private final ReportStore store;
   private final Investigator investigator;
   private final Duration defaultDeadline;
   private final Limits limits;
   private final AtomicInteger watchers = new AtomicInteger();
+  /** Null when the daemon keeps no fleet memory: {@code ListParts} is then unimplemented. */
+  private final Fleet fleet;
 
   public DiagnosisService(JobRegistry registry, ReportStore store, Investigator investigator,
       Duration defaultDeadline, Limits limits) {
+    this(registry, store, investigator, defaultDeadline, limits, null);
+  }
+
+  /** A service that also answers {@code ListParts} from {@code fleet}. */
+  public DiagnosisService(JobRegistry registry, ReportStore store, Investigator investigator,
+      Duration defaultDeadline, Limits limits, Fleet fleet) {
+    this.fleet = fleet;
     this.registry = registry;
     this.store = store;
     this.investigator = investigator;
@@ -149,6 +170,45 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     }
     out.onNext(envelope(r));
     out.onCompleted();
+  }
+
+  @Override
+  public void listParts(ListPartsRequest request, StreamObserver<ListPartsResponse> out) {
+    if (fleet == null) {
+      super.listParts(request, out);
+      return;
+    }
+    if (request.getSinceMs() < 0 || request.getMinIncidents() < 0 || request.getLimit() < 0) {
+      out.onError(Status.INVALID_ARGUMENT.withDescription("since_ms, min_incidents and limit must not be negative")
+          .asRuntimeException());
+      return;
+    }
+    Principal caller = Access.caller();
+    // A reader of some jobs sees the incidents of those jobs only, and the scores they alone give.
+    // Job ids never are "*", so only a reader of every job may read it.
+    List<Standing> all = fleet.standings(caller::mayRead, caller.mayRead("*"),
+        request.getSinceMs() == 0 ? null : Instant.ofEpochMilli(request.getSinceMs()), request.getMinIncidents());
+    int limit = request.getLimit() == 0 ? DEFAULT_PARTS : request.getLimit();
+    ListPartsResponse.Builder b = ListPartsResponse.newBuilder().setTotal(all.size())
+        .setHalfLifeMs(fleet.settings().halfLife().toMillis()).setAlertScore(fleet.settings().alertScore());
+    all.stream().limit(limit).forEach(s -> b.addParts(standing(s)));
+    b.setAsOfMs(all.isEmpty() ? System.currentTimeMillis() : all.get(0).asOf().toEpochMilli());
+    out.onNext(b.build());
+    out.onCompleted();
+  }
+
+  /** The wire form of a part's standing. */
+  static PartStanding standing(Standing s) {
+    PartStanding.Builder b = PartStanding.newBuilder().setKind(PartKind.valueOf("PART_" + s.part().kind().name()))
+        .setHost(s.part().host()).setPart(s.part().name()).setScore(s.score()).setJobs(s.jobs())
+        .setIncidents(s.incidents()).setAsCulprit(s.asCulprit()).setFirstMs(s.first().toEpochMilli())
+        .setLastMs(s.last().toEpochMilli()).setAlerting(s.alerting()).setSummary(s.summary()).setDrain(s.drain());
+    s.symptomsMostFirst().forEach(e -> b.addSymptoms(SymptomCount.newBuilder().setSymptom(e.getKey()).setIncidents(e.getValue())));
+    for (Standing.Incident i : s.recent()) {
+      b.addRecent(PartIncident.newBuilder().setReportId(i.reportId()).setJobId(i.job())
+          .setAtMs(i.at().toEpochMilli()).setSymptom(i.symptom()).setCulprit(i.culprit()));
+    }
+    return b.build();
   }
 
   /** Runs an access check; a refusal ends the call with its status and is false. */
