@@ -24,6 +24,12 @@ final class TorchrunJob implements AutoCloseable {
   static final Path SCRIPTS = Path.of("src", "test", "python").toAbsolutePath();
   /** train.py's setting: a rank dumps once it has made no step for this long. */
   static final Duration HANG_THRESHOLD = Duration.ofSeconds(3);
+  /**
+   * The same setting, in seconds, for a job meant to finish: it dumps when it finishes, and a dump a loaded machine
+   * made it take mid-run (3 s without a step while the profiler writes) is a snapshot of ranks at different
+   * collectives that no analysis can tell from a hang.
+   */
+  static final String FINISHING_HANG_SECS = "120";
 
   private final Path dir;
   private final Process launcher;
