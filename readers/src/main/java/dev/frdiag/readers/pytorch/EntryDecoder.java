@@ -71,6 +71,8 @@ final class EntryDecoder {
    * fraction of their size.
    */
   private final Map<Repeated, CollectiveRecord> templates = new HashMap<>();
+  /** The same templates by the ids of the repeated lists an entry's fields are, and what decoding them cost. */
+  private final Map<SharedIds, Template> templatesByIds = new HashMap<>();
   private final Map<String, ProfilingName> profilingNames = new HashMap<>();
   /**
    * The key objects of the previous entry, by position, and what they are. Entries list their keys in one order
@@ -87,6 +89,15 @@ final class EntryDecoder {
   private final Map<String, String> descs = new LinkedHashMap<>();
   /** The frame ids of the entry being read; see {@link Repeated}. */
   private int[] frameIds = new int[128];
+
+  private static final int ABSENT_ID = -1;
+  private static final int NOT_SHARED = -2;
+
+  /** The {@link RepeatedLists.Shared} ids of an entry's sizes, dtypes and stack ({@link #ABSENT_ID} for none). */
+  private record SharedIds(int inputSizes, int outputSizes, int inputDtypes, int outputDtypes, int stack) {}
+
+  /** A template and the values decoding its fields visited, spent again by every entry that shares them. */
+  private record Template(CollectiveRecord record, long cost) {}
 
   /**
    * The repeated fields of one entry, compared by value. Its frame ids are the first {@code frameCount} of
@@ -186,7 +197,7 @@ final class EntryDecoder {
     String pgName = pg[0];
     descs.putIfAbsent(pgName, pg[1]);
     if (has(f, Key.PG_ID)) {
-      long pgId = integer(get(f, Key.PG_ID), new At(where, "pg_id"));
+      long pgId = integerOf(get(f, Key.PG_ID), where, Key.PG_ID);
       String before = pgIdToName.putIfAbsent(pgId, pgName);
       if (before != null && !before.equals(pgName)) {
         warnings.add("pg_id " + pgId + " is used for process groups '" + abbreviate(before) + "' and '"
@@ -196,9 +207,9 @@ final class EntryDecoder {
 
     long collectiveSeq;
     if (has(f, Key.COLLECTIVE_SEQ_ID)) {
-      collectiveSeq = integer(get(f, Key.COLLECTIVE_SEQ_ID), new At(where, "collective_seq_id"));
+      collectiveSeq = integerOf(get(f, Key.COLLECTIVE_SEQ_ID), where, Key.COLLECTIVE_SEQ_ID);
     } else if (has(f, Key.SEQ_ID)) {
-      collectiveSeq = integer(get(f, Key.SEQ_ID), new At(where, "seq_id"));
+      collectiveSeq = integerOf(get(f, Key.SEQ_ID), where, Key.SEQ_ID);
     } else {
       throw new DumpProblem(where + ": missing key 'collective_seq_id'");
     }
@@ -207,10 +218,10 @@ final class EntryDecoder {
     if (!has(f, Key.PROFILING_NAME)) {
       throw new DumpProblem(where + ": missing key 'profiling_name'");
     }
-    String profilingName = string(get(f, Key.PROFILING_NAME), new At(where, "profiling_name"));
+    String profilingName = stringOf(get(f, Key.PROFILING_NAME), where, Key.PROFILING_NAME);
     ProfilingName name = profilingNames.computeIfAbsent(profilingName, ProfilingName::parse);
     boolean isP2p = has(f, Key.IS_P2P)
-        ? bool(get(f, Key.IS_P2P), new At(where, "is_p2p"))
+        ? boolOf(get(f, Key.IS_P2P), where, Key.IS_P2P)
         : name.op().equals("send") || name.op().equals("recv");
 
     CollectiveRecord.Builder b = CollectiveRecord.newBuilder()
@@ -227,39 +238,18 @@ final class EntryDecoder {
         .setTimeStartedNs(timestamp(f, Key.STARTED_NS, where))
         .setTimeCompletedNs(timestamp(f, Key.COMPLETED_NS, where))
         .setTimeoutMs(optional(f, Key.TIMEOUT_MS, where, 0))
-        .setRetired(has(f, Key.RETIRED) && bool(get(f, Key.RETIRED), new At(where, "retired")));
+        .setRetired(has(f, Key.RETIRED) && boolOf(get(f, Key.RETIRED), where, Key.RETIRED));
     if (has(f, Key.DURATION_MS)) {
       b.setDurationMs(number(get(f, Key.DURATION_MS), new At(where, "duration_ms")));
     }
     if (has(f, Key.THREAD_NAME)) {
-      b.setThreadName(string(get(f, Key.THREAD_NAME), new At(where, "thread_name")));
+      b.setThreadName(stringOf(get(f, Key.THREAD_NAME), where, Key.THREAD_NAME));
     }
     if (has(f, Key.THREAD_ID)) {
-      b.setThreadId(string(get(f, Key.THREAD_ID), new At(where, "thread_id")));
-    }
-    List<Shape> inputSizes = has(f, Key.INPUT_SIZES)
-        ? shapes(get(f, Key.INPUT_SIZES), new At(where, "input_sizes")) : List.of();
-    List<Shape> outputSizes = has(f, Key.OUTPUT_SIZES)
-        ? shapes(get(f, Key.OUTPUT_SIZES), new At(where, "output_sizes")) : List.of();
-    List<String> inputDtypes = has(f, Key.INPUT_DTYPES)
-        ? strings(get(f, Key.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
-    List<String> outputDtypes = has(f, Key.OUTPUT_DTYPES)
-        ? strings(get(f, Key.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
-    int frameCount = 0;
-    if (has(f, Key.FRAMES)) {
-      At framesAt = new At(where, "frames");
-      List<?> list = list(get(f, Key.FRAMES), framesAt);
-      budget.spend(list.size());
-      if (list.size() > frameIds.length) {
-        frameIds = new int[list.size()];
-      }
-      for (int i = 0; i < list.size(); i++) {
-        frameIds[i] = frames.id(list.get(i), framesAt, i);
-      }
-      frameCount = list.size();
+      b.setThreadId(stringOf(get(f, Key.THREAD_ID), where, Key.THREAD_ID));
     }
     // An empty repeated field takes the template's list as it is: records share them instead of copying.
-    b.mergeFrom(template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameIds, frameCount)));
+    b.mergeFrom(template(f, where));
 
     PgConfig.Group group = config.group(pgName);
     int peer = -1;
@@ -347,18 +337,39 @@ final class EntryDecoder {
     if (!has(f, key)) {
       throw new DumpProblem(where + ": missing key '" + key.text + "'");
     }
-    return integer(get(f, key), new At(where, key.text));
+    return integerOf(get(f, key), where, key);
   }
 
   private static long optional(Object[] f, Key key, Object where, long absent) {
-    return has(f, key) ? integer(get(f, key), new At(where, key.text)) : absent;
+    return has(f, key) ? integerOf(get(f, key), where, key) : absent;
+  }
+
+  // Where a value sits is built only when a message needs it: an entry has twenty fields and a ring a million
+  // entries.
+
+  private static long integerOf(Object v, Object where, Key key) {
+    if (v instanceof Integer i) {
+      return i;
+    }
+    if (v instanceof Long l) {
+      return l;
+    }
+    return integer(v, new At(where, key.text));
+  }
+
+  private static String stringOf(Object v, Object where, Key key) {
+    return v instanceof String text ? text : string(v, new At(where, key.text));
+  }
+
+  private static boolean boolOf(Object v, Object where, Key key) {
+    return v instanceof Boolean b ? b : bool(v, new At(where, key.text));
   }
 
   private CollectiveState state(Object[] f, Object where) {
     if (!has(f, Key.STATE)) {
       throw new DumpProblem(where + ": missing key 'state'");
     }
-    String s = string(get(f, Key.STATE), new At(where, "state"));
+    String s = stringOf(get(f, Key.STATE), where, Key.STATE);
     switch (s) {
       case "scheduled":
         return CollectiveState.SCHEDULED;
@@ -378,11 +389,72 @@ final class EntryDecoder {
     if (v == null) {
       return 0;
     }
-    long t = integer(v, new At(where, key.text));
+    long t = integerOf(v, where, key);
     if (t < 0) {
       throw new DumpProblem(where + ": '" + key.text + "' is negative (" + t + ")");
     }
     return t;
+  }
+
+  /**
+   * The template of an entry's repeated fields (sizes, dtypes, stack). When each is a list the pickle repeats
+   * ({@link RepeatedLists.Shared}), the template is found by the lists' ids and nothing of them is decoded again;
+   * what decoding them cost against the budget is spent all the same. Otherwise, or the first time, the fields are
+   * decoded and the template found by their values.
+   */
+  private CollectiveRecord template(Object[] f, Object where) {
+    int inSizes = sharedId(f, Key.INPUT_SIZES);
+    int outSizes = sharedId(f, Key.OUTPUT_SIZES);
+    int inDtypes = sharedId(f, Key.INPUT_DTYPES);
+    int outDtypes = sharedId(f, Key.OUTPUT_DTYPES);
+    int stack = sharedId(f, Key.FRAMES);
+    SharedIds ids = null;
+    if (inSizes != NOT_SHARED && outSizes != NOT_SHARED && inDtypes != NOT_SHARED && outDtypes != NOT_SHARED
+        && stack != NOT_SHARED) {
+      ids = new SharedIds(inSizes, outSizes, inDtypes, outDtypes, stack);
+      Template known = templatesByIds.get(ids);
+      if (known != null) {
+        budget.spend(known.cost);
+        return known.record;
+      }
+    }
+    long before = budget.spent();
+    List<Shape> inputSizes = has(f, Key.INPUT_SIZES)
+        ? shapes(get(f, Key.INPUT_SIZES), new At(where, "input_sizes")) : List.of();
+    List<Shape> outputSizes = has(f, Key.OUTPUT_SIZES)
+        ? shapes(get(f, Key.OUTPUT_SIZES), new At(where, "output_sizes")) : List.of();
+    List<String> inputDtypes = has(f, Key.INPUT_DTYPES)
+        ? strings(get(f, Key.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
+    List<String> outputDtypes = has(f, Key.OUTPUT_DTYPES)
+        ? strings(get(f, Key.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
+    int frameCount = 0;
+    if (has(f, Key.FRAMES)) {
+      At framesAt = new At(where, "frames");
+      List<?> list = list(get(f, Key.FRAMES), framesAt);
+      budget.spend(list.size());
+      if (list.size() > frameIds.length) {
+        frameIds = new int[list.size()];
+      }
+      for (int i = 0; i < list.size(); i++) {
+        frameIds[i] = frames.id(list.get(i), framesAt, i);
+      }
+      frameCount = list.size();
+    }
+    CollectiveRecord t = template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameIds,
+        frameCount));
+    if (ids != null) {
+      templatesByIds.put(ids, new Template(t, budget.spent() - before));
+    }
+    return t;
+  }
+
+  /** The id of the field's {@link RepeatedLists.Shared} list, {@link #ABSENT_ID} when absent, else NOT_SHARED. */
+  private static int sharedId(Object[] f, Key key) {
+    Object v = f[key.ordinal()];
+    if (v == ABSENT) {
+      return ABSENT_ID;
+    }
+    return v instanceof RepeatedLists.Shared shared && shared.id >= 0 ? shared.id : NOT_SHARED;
   }
 
   private CollectiveRecord template(Repeated r) {

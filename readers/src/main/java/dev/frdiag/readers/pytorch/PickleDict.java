@@ -45,6 +45,29 @@ final class PickleDict extends AbstractMap<Object, Object> {
     }
   }
 
+  /**
+   * Fills an empty dict with {@code pairs} key/value pairs from {@code stack[from, from + 2 * pairs)}, keys and
+   * values alternating, whose keys the caller knows to be all different.
+   */
+  void setAll(Object[] stack, int from, int pairs) {
+    keys = new Object[pairs];
+    hashes = new int[pairs];
+    values = new Object[pairs];
+    for (int i = 0; i < pairs; i++) {
+      Object key = stack[from + 2 * i];
+      keys[i] = key;
+      hashes[i] = Objects.hashCode(key);
+      values[i] = stack[from + 2 * i + 1];
+    }
+    size = pairs;
+    if (pairs > INDEXED_FROM) {
+      index = new HashMap<>(pairs * 2);
+      for (int i = 0; i < pairs; i++) {
+        index.put(keys[i], i);
+      }
+    }
+  }
+
   private void grow(int capacity) {
     keys = Arrays.copyOf(keys, capacity);
     hashes = Arrays.copyOf(hashes, capacity);
