@@ -80,15 +80,21 @@ public final class FrDiagnose implements Callable<Integer> {
   public static void main(String[] args) {
     // What went wrong with a call is said once, on one line, by the handler below.
     GRPC_LOG.setLevel(java.util.logging.Level.OFF);
-    // Built before it is needed: with the heap exhausted, even joining strings can fail (its first use links code).
-    String outOfMemory = "fr-diagnose: out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
-        + " MB heap); give it more, e.g. FRDIAG_JAVA_OPTS=-Xmx8g";
+    // Encoded before it is needed: with the heap exhausted, even joining or encoding strings can fail, and reading
+    // threads may still be filling what the failure freed while it is written.
+    byte[] outOfMemory = ("fr-diagnose: out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
+        + " MB heap); give it more, e.g. FRDIAG_JAVA_OPTS=-Xmx8g" + System.lineSeparator()).getBytes();
     int code;
     try {
       code = run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true));
     } catch (OutOfMemoryError e) {
-      System.err.println(outOfMemory);
       code = ExitCode.OUT_OF_MEMORY;
+      try {
+        System.err.write(outOfMemory, 0, outOfMemory.length);
+        System.err.flush();
+      } catch (OutOfMemoryError again) {
+        // The exit code still says it.
+      }
     }
     System.exit(code);
   }

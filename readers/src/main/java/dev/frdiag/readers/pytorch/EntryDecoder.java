@@ -71,9 +71,22 @@ final class EntryDecoder {
    * fraction of their size.
    */
   private final Map<Repeated, CollectiveRecord> templates = new HashMap<>();
-  /** The same templates by the ids of the repeated lists an entry's fields are, and what decoding them cost. */
-  private final Map<SharedIds, Template> templatesByIds = new HashMap<>();
+  /**
+   * The same templates by the ids of the repeated lists an entry's fields are (see {@link #sharedIds}), and what
+   * decoding them cost.
+   */
+  private final Map<Long, Template> templatesByIds = new HashMap<>();
+  private final long[] recentIds = new long[1 << RECENT_BITS];
+  private final Template[] recentTemplates = new Template[1 << RECENT_BITS];
   private final Map<String, ProfilingName> profilingNames = new HashMap<>();
+  private final Interner interner;
+  /** The last group name read and its interned instance: entries name a few groups, through memo-shared strings. */
+  private String lastGroupName;
+  private String lastInternedGroupName;
+  private String lastThreadName;
+  private String lastInternedThreadName;
+  private String lastThreadId;
+  private String lastInternedThreadId;
   /**
    * The key objects of the previous entry, by position, and what they are. Entries list their keys in one order
    * and the pickle shares each key string through its memo, so an identity test replaces most lookups.
@@ -92,9 +105,10 @@ final class EntryDecoder {
 
   private static final int ABSENT_ID = -1;
   private static final int NOT_SHARED = -2;
-
-  /** The {@link RepeatedLists.Shared} ids of an entry's sizes, dtypes and stack ({@link #ABSENT_ID} for none). */
-  private record SharedIds(int inputSizes, int outputSizes, int inputDtypes, int outputDtypes, int stack) {}
+  private static final int ID_BITS = 12;
+  private static final int ID_LIMIT = (1 << ID_BITS) - 1;
+  /** The last templates found by ids, by a hash of the ids: entries cycle through a step's few ops. */
+  private static final int RECENT_BITS = 6;
 
   /** A template and the values decoding its fields visited, spent again by every entry that shares them. */
   private record Template(CollectiveRecord record, long cost) {}
@@ -154,7 +168,8 @@ final class EntryDecoder {
    * @param pgIdToName where to note the pg_id of each group name the entries reveal
    */
   EntryDecoder(int rank, PgConfig config, Map<Long, String> pgIdToName, StackFrames frames, ValueBudget budget,
-      DumpWarnings warnings) {
+      DumpWarnings warnings, Interner interner) {
+    this.interner = interner;
     this.rank = rank;
     this.config = config;
     this.pgIdToName = pgIdToName;
@@ -194,7 +209,11 @@ final class EntryDecoder {
       throw new DumpProblem(where + ": missing key 'process_group'");
     }
     String[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
-    String pgName = pg[0];
+    if (pg[0] != lastGroupName) {
+      lastGroupName = pg[0];
+      lastInternedGroupName = interner.intern(pg[0]);
+    }
+    String pgName = lastInternedGroupName;
     descs.putIfAbsent(pgName, pg[1]);
     if (has(f, Key.PG_ID)) {
       long pgId = integerOf(get(f, Key.PG_ID), where, Key.PG_ID);
@@ -219,7 +238,13 @@ final class EntryDecoder {
       throw new DumpProblem(where + ": missing key 'profiling_name'");
     }
     String profilingName = stringOf(get(f, Key.PROFILING_NAME), where, Key.PROFILING_NAME);
-    ProfilingName name = profilingNames.computeIfAbsent(profilingName, ProfilingName::parse);
+    ProfilingName name = profilingNames.get(profilingName);
+    if (name == null) {
+      ProfilingName parsed = ProfilingName.parse(profilingName);
+      name = new ProfilingName(interner.intern(parsed.backend()), interner.intern(parsed.op()),
+          parsed.selfGroupRank(), parsed.peerGroupRank(), parsed.send());
+      profilingNames.put(profilingName, name);
+    }
     boolean isP2p = has(f, Key.IS_P2P)
         ? boolOf(get(f, Key.IS_P2P), where, Key.IS_P2P)
         : name.op().equals("send") || name.op().equals("recv");
@@ -243,10 +268,20 @@ final class EntryDecoder {
       b.setDurationMs(number(get(f, Key.DURATION_MS), new At(where, "duration_ms")));
     }
     if (has(f, Key.THREAD_NAME)) {
-      b.setThreadName(stringOf(get(f, Key.THREAD_NAME), where, Key.THREAD_NAME));
+      String threadName = stringOf(get(f, Key.THREAD_NAME), where, Key.THREAD_NAME);
+      if (threadName != lastThreadName) {
+        lastThreadName = threadName;
+        lastInternedThreadName = interner.intern(threadName);
+      }
+      b.setThreadName(lastInternedThreadName);
     }
     if (has(f, Key.THREAD_ID)) {
-      b.setThreadId(stringOf(get(f, Key.THREAD_ID), where, Key.THREAD_ID));
+      String threadId = stringOf(get(f, Key.THREAD_ID), where, Key.THREAD_ID);
+      if (threadId != lastThreadId) {
+        lastThreadId = threadId;
+        lastInternedThreadId = interner.intern(threadId);
+      }
+      b.setThreadId(lastInternedThreadId);
     }
     // An empty repeated field takes the template's list as it is: records share them instead of copying.
     b.mergeFrom(template(f, where));
@@ -408,11 +443,17 @@ final class EntryDecoder {
     int inDtypes = sharedId(f, Key.INPUT_DTYPES);
     int outDtypes = sharedId(f, Key.OUTPUT_DTYPES);
     int stack = sharedId(f, Key.FRAMES);
-    SharedIds ids = null;
-    if (inSizes != NOT_SHARED && outSizes != NOT_SHARED && inDtypes != NOT_SHARED && outDtypes != NOT_SHARED
-        && stack != NOT_SHARED) {
-      ids = new SharedIds(inSizes, outSizes, inDtypes, outDtypes, stack);
-      Template known = templatesByIds.get(ids);
+    long ids = sharedIds(inSizes, outSizes, inDtypes, outDtypes, stack);
+    if (ids != NOT_SHARED) {
+      int slot = (int) ((ids * 0x9E3779B97F4A7C15L) >>> (64 - RECENT_BITS));
+      Template known = recentIds[slot] == ids ? recentTemplates[slot] : null;
+      if (known == null) {
+        known = templatesByIds.get(ids);
+        if (known != null) {
+          recentIds[slot] = ids;
+          recentTemplates[slot] = known;
+        }
+      }
       if (known != null) {
         budget.spend(known.cost);
         return known.record;
@@ -442,10 +483,25 @@ final class EntryDecoder {
     }
     CollectiveRecord t = template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameIds,
         frameCount));
-    if (ids != null) {
+    if (ids != NOT_SHARED) {
       templatesByIds.put(ids, new Template(t, budget.spent() - before));
     }
     return t;
+  }
+
+  /**
+   * The five ids (each absent or a shared list's) in one number, 12 bits each; {@link #NOT_SHARED} when one is not
+   * a shared list or does not fit: a dump repeats a few dozen lists, not thousands.
+   */
+  private static long sharedIds(int... ids) {
+    long key = 0;
+    for (int id : ids) {
+      if (id == NOT_SHARED || id >= ID_LIMIT) {
+        return NOT_SHARED;
+      }
+      key = key << ID_BITS | (id + 1);
+    }
+    return key;
   }
 
   /** The id of the field's {@link RepeatedLists.Shared} list, {@link #ABSENT_ID} when absent, else NOT_SHARED. */
@@ -462,12 +518,16 @@ final class EntryDecoder {
     if (known != null) {
       return known;
     }
-    CollectiveRecord.Builder b = CollectiveRecord.newBuilder().addAllInputSizes(r.inputSizes)
-        .addAllOutputSizes(r.outputSizes).addAllInputDtypes(r.inputDtypes).addAllOutputDtypes(r.outputDtypes);
+    CollectiveRecord.Builder b = CollectiveRecord.newBuilder();
+    r.inputSizes.forEach(shape -> b.addInputSizes(interner.intern(shape)));
+    r.outputSizes.forEach(shape -> b.addOutputSizes(interner.intern(shape)));
+    r.inputDtypes.forEach(dtype -> b.addInputDtypes(interner.intern(dtype)));
+    r.outputDtypes.forEach(dtype -> b.addOutputDtypes(interner.intern(dtype)));
     for (int i = 0; i < r.frameCount; i++) {
       b.addFrameIds(r.frameIds[i]);
     }
-    CollectiveRecord t = b.build();
+    // Ranks that issue the same ops hold equal templates: one for all of them, so that their records share lists.
+    CollectiveRecord t = interner.intern(b.build());
     templates.put(r.kept(), t);
     return t;
   }

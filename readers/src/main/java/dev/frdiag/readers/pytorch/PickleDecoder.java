@@ -110,9 +110,8 @@ final class PickleDecoder {
   private final BitSet whole = new BitSet();
   /** The hash of the run {@link #repeatedRunEnd} last scanned. */
   private int runHash;
-  /** The keys of the last dict built whose keys were all different; see {@link #putPairs}. */
-  private Object[] distinctKeys = new Object[0];
-  private int distinctKeyCount = -1;
+  /** The last dict built whose keys were all different, as it was built; see {@link #putPairs}. */
+  private PickleDict distinctKeys;
   private final CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
       .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
 
@@ -419,8 +418,8 @@ final class PickleDecoder {
   private void putPairs(PickleDict dict, int from, int to) {
     int pairs = (to - from) / 2;
     if (dict.size() == 0 && sameKeys(from, pairs)) {
-      // The keys of the last dict, none twice: every entry of a ring lists the same memo-shared key strings.
-      dict.setAll(values, from, pairs);
+      // The keys of the last such dict, none twice: every entry of a ring lists the same memo-shared key strings.
+      dict.setAll(distinctKeys, values, from, pairs);
       return;
     }
     dict.reserve(pairs);
@@ -429,23 +428,17 @@ final class PickleDecoder {
     }
     if (dict.size() == pairs && pairs > 1) {
       // No key repeated: the next dict with these very keys (the same objects, in this order) needs no lookups.
-      if (distinctKeys.length < pairs) {
-        distinctKeys = new Object[pairs];
-      }
-      for (int i = 0; i < pairs; i++) {
-        distinctKeys[i] = values[from + 2 * i];
-      }
-      distinctKeyCount = pairs;
+      distinctKeys = dict;
     }
   }
 
   /** Whether the keys in {@code values[from, from + 2 * pairs)} are those of {@link #distinctKeys}, by identity. */
   private boolean sameKeys(int from, int pairs) {
-    if (pairs != distinctKeyCount) {
+    if (distinctKeys == null || pairs != distinctKeys.size()) {
       return false;
     }
     for (int i = 0; i < pairs; i++) {
-      if (values[from + 2 * i] != distinctKeys[i]) {
+      if (values[from + 2 * i] != distinctKeys.keyAt(i)) {
         return false;
       }
     }

@@ -30,6 +30,8 @@ final class PickleDict extends AbstractMap<Object, Object> {
   private int size;
   /** Key → position, once the dict has grown past a scan's worth of keys. */
   private HashMap<Object, Integer> index;
+  /** Whether {@link #keys}, {@link #hashes} and {@link #index} are another dict's too (see {@link #setAll}). */
+  private boolean keysShared;
 
   /** An empty dict: its arrays come with the first keys, sized for the batch that brings them. */
   PickleDict() {
@@ -46,32 +48,31 @@ final class PickleDict extends AbstractMap<Object, Object> {
   }
 
   /**
-   * Fills an empty dict with {@code pairs} key/value pairs from {@code stack[from, from + 2 * pairs)}, keys and
-   * values alternating, whose keys the caller knows to be all different.
+   * Fills an empty dict with the keys of another dict that holds the same keys, none twice, and their values
+   * from {@code stack[from, from + 2 * pairs)} (keys and values alternating). The two dicts share the key arrays
+   * until one of them is given a key: a ring's entries are dicts of the same twenty keys.
    */
-  void setAll(Object[] stack, int from, int pairs) {
-    keys = new Object[pairs];
-    hashes = new int[pairs];
+  void setAll(PickleDict sameKeys, Object[] stack, int from, int pairs) {
+    keys = sameKeys.keys;
+    hashes = sameKeys.hashes;
+    index = sameKeys.index;
+    keysShared = true;
+    sameKeys.keysShared = true;
     values = new Object[pairs];
     for (int i = 0; i < pairs; i++) {
-      Object key = stack[from + 2 * i];
-      keys[i] = key;
-      hashes[i] = Objects.hashCode(key);
       values[i] = stack[from + 2 * i + 1];
     }
     size = pairs;
-    if (pairs > INDEXED_FROM) {
-      index = new HashMap<>(pairs * 2);
-      for (int i = 0; i < pairs; i++) {
-        index.put(keys[i], i);
-      }
-    }
   }
 
   private void grow(int capacity) {
     keys = Arrays.copyOf(keys, capacity);
     hashes = Arrays.copyOf(hashes, capacity);
     values = Arrays.copyOf(values, capacity);
+    if (keysShared) {
+      index = index == null ? null : new HashMap<>(index);
+      keysShared = false;
+    }
   }
 
   private int find(Object key) {
@@ -98,8 +99,8 @@ final class PickleDict extends AbstractMap<Object, Object> {
       values[at] = value;
       return before;
     }
-    if (size == keys.length) {
-      grow(Math.max(4, size * 2));
+    if (size == keys.length || keysShared) {
+      grow(Math.max(4, Math.max(size + 1, size * 2)));
     }
     keys[size] = key;
     hashes[size] = Objects.hashCode(key);
