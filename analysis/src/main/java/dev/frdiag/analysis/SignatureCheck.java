@@ -30,6 +30,8 @@ final class SignatureCheck {
 
   /** Distinct signatures of one seq looked up before a member's own is checked by itself. */
   private static final int MAX_SIGNATURES_KEPT = 4;
+  /** Signatures of a group that passed their own checks, kept to be found again rather than checked again. */
+  private static final int MAX_PASSED_KEPT = 16;
 
   private final JobIndex index;
 
@@ -193,7 +195,11 @@ final class SignatureCheck {
   }
 
   private Mismatch firstCollectiveMismatch(GroupKey g, int groupSize, SeqTable bySeq) {
+    List<List<CollectiveRecord>> passed = new ArrayList<>();
     for (SeqRecords members : bySeq.inOrder()) {
+      if (agrees(members, groupSize, passed)) {
+        continue;
+      }
       long seq = members.seq;
       // Members of a group issue the same signature for one seq: each distinct one (sizes included, so that the
       // own-op check, which reads sizes, gives every member sharing it the same answer) is checked once. Records
@@ -272,6 +278,37 @@ final class SignatureCheck {
       }
     }
     return null;
+  }
+
+  /**
+   * Whether one seq has nothing to report, found without the general comparison: every member issued the first
+   * member's signature, that signature passes its own checks (looked up among those that passed already, as a group
+   * issues a few signatures thousands of times) and, for an all_to_all of the whole group, its totals balance. The
+   * general comparison gives the same answer for such a seq; it runs for every other.
+   */
+  private static boolean agrees(SeqRecords members, int groupSize, List<List<CollectiveRecord>> passed) {
+    List<CollectiveRecord> first = members.records.get(0);
+    for (int i = 1; i < members.size(); i++) {
+      if (!CollectiveMatch.sameSignature(first, members.records.get(i))) {
+        return false;
+      }
+    }
+    boolean checked = false;
+    for (int i = 0; i < passed.size() && !checked; i++) {
+      checked = CollectiveMatch.sameSignature(passed.get(i), first);
+    }
+    if (!checked) {
+      if (!CollectiveMatch.selfCheck(first, groupSize).isEmpty()) {
+        return false;
+      }
+      if (passed.size() < MAX_PASSED_KEPT) {
+        passed.add(first);
+      }
+    }
+    if (members.size() == groupSize && CollectiveMatch.isAllToAll(first) && allOutputsKnown(List.of(first))) {
+      return CollectiveMatch.inputNumel(first) == CollectiveMatch.outputNumel(first);
+    }
+    return true;
   }
 
   private static boolean allOutputsKnown(List<List<CollectiveRecord>> all) {
