@@ -100,6 +100,10 @@ final class EntryDecoder {
   private final Map<List<?>, List<Shape>> shapeLists = new HashMap<>();
   /** The desc of each group name the entries name, in order of first appearance. */
   private final Map<String, String> descs = new LinkedHashMap<>();
+  /** The entry being read, by key; one array for every entry, as nothing keeps it. */
+  private final Object[] fields = new Object[KEY_COUNT];
+  /** One builder for every record: build() copies what it holds, and clear() starts the next. */
+  private final CollectiveRecord.Builder builder = CollectiveRecord.newBuilder();
   /** The frame ids of the entry being read; see {@link Repeated}. */
   private int[] frameIds = new int[128];
 
@@ -187,7 +191,7 @@ final class EntryDecoder {
     Object where = new At("entries", index);
     Map<?, ?> e = dict(value, where);
     budget.spend(e.size());
-    Object[] f = new Object[KEY_COUNT];
+    Object[] f = fields;
     Arrays.fill(f, ABSENT);
     if (e instanceof PickleDict d) {
       for (int i = 0; i < d.size(); i++) {
@@ -249,7 +253,7 @@ final class EntryDecoder {
         ? boolOf(get(f, Key.IS_P2P), where, Key.IS_P2P)
         : name.op().equals("send") || name.op().equals("recv");
 
-    CollectiveRecord.Builder b = CollectiveRecord.newBuilder()
+    CollectiveRecord.Builder b = builder.clear()
         .setRecordId(recordId)
         .setProcessGroup(pgName)
         .setCollectiveSeq(collectiveSeq)
