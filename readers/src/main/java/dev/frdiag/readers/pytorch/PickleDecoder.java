@@ -197,19 +197,27 @@ final class PickleDecoder {
         }
         case EMPTY_DICT -> push(container(K_DICT), new PickleDict());
         case EMPTY_LIST -> {
-          int runEnd = repeatedRunEnd(pos);
-          if (runEnd < 0) {
+          RepeatedLists.Shared list = repeated.seen(data, opStart, end, PickleDecoder::endsAList);
+          if (list != null) {
+            pos = opStart + repeated.foundLength();
+          } else {
+            int runEnd = repeatedRunEnd(pos);
+            if (runEnd >= 0) {
+              list = repeated.find(data, opStart, runEnd, runHash);
+              if (list == null) {
+                list = repeated.add(data, opStart, runEnd, runHash, wholeList(opStart));
+              }
+              repeated.seen(data, opStart, runEnd, end, list);
+              pos = runEnd;
+            }
+          }
+          if (list == null) {
             // Capacity 0, not the default 10: APPENDS then sizes it exactly, and most lists hold one to three items.
             push(container(K_LIST), new ArrayList<>(0));
           } else {
-            RepeatedLists.Shared list = repeated.find(data, opStart, runEnd, runHash);
-            if (list == null) {
-              list = repeated.add(data, opStart, runEnd, runHash, wholeList(opStart));
-            }
             long kind = container(K_LIST);
             whole.set((int) (kind >>> 4));
             push(kind, list);
-            pos = runEnd;
           }
         }
         case EMPTY_TUPLE -> push(K_TUPLE, new Object[0]);
@@ -571,7 +579,7 @@ final class PickleDecoder {
           p++;
           if (--depth == 0) {
             // Another batch of items for this list (APPEND, or MARK … APPENDS) would change it after the fact.
-            if (p < end && ((data[p] & 0xff) == MARK || (data[p] & 0xff) == APPEND)) {
+            if (p < end && !endsAList(data[p] & 0xff)) {
               return -1;
             }
             runHash = h ^ (h >>> 15) ^ (h >>> 7) * 0x9E3779B1;
@@ -589,6 +597,11 @@ final class PickleDecoder {
         p += 1 + arg;
       }
     }
+  }
+
+  /** Whether opcode {@code next} may follow a whole list: anything but more items for it. */
+  private static boolean endsAList(int next) {
+    return next != MARK && next != APPEND;
   }
 
   /**

@@ -4,6 +4,7 @@ import java.util.AbstractList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.RandomAccess;
+import java.util.function.IntPredicate;
 
 /**
  * The lists a dump writes again and again, each decoded once per distinct encoding. Every entry of a ring repeats
@@ -45,6 +46,56 @@ final class RepeatedLists {
   private int size;
   private int nextId;
 
+  /** Runs met before, by a hash of the bytes they start with: tried before a run is scanned at all. */
+  private static final int SEEN_BITS = 8;
+  private static final int PREFIX = 16;
+  private final byte[][] seenRuns = new byte[1 << SEEN_BITS][];
+  private final Shared[] seenLists = new Shared[1 << SEEN_BITS];
+  /** How many bytes the run {@link #seen} found last takes. */
+  private int foundLength;
+
+  int foundLength() {
+    return foundLength;
+  }
+
+  /**
+   * A list met before whose run of bytes {@code data} repeats from {@code from} (its EMPTY_LIST), or null. The
+   * bytes of a run are a whole list (MARK … APPENDS), so the same bytes at {@code from} are that list, provided no
+   * further batch of items follows them ({@code noMoreItems} says whether a byte may follow a run). Runs are found
+   * by their first bytes (an entry's stack starts with the frames of its call site, its sizes are a few bytes in
+   * all), so this usually answers with one comparison, without scanning or hashing the run.
+   */
+  Shared seen(byte[] data, int from, int end, IntPredicate noMoreItems) {
+    int slot = prefixSlot(data, from, end);
+    byte[] run = seenRuns[slot];
+    if (run == null) {
+      return null;
+    }
+    int to = from + run.length;
+    if (to <= end && Arrays.equals(run, 0, run.length, data, from, to)
+        && (to == end || noMoreItems.test(data[to] & 0xff))) {
+      foundLength = run.length;
+      return seenLists[slot];
+    }
+    return null;
+  }
+
+  /** Remembers the run {@code data[from, to)} of {@code list}, in data that ends at {@code end}, for {@link #seen}. */
+  void seen(byte[] data, int from, int to, int end, Shared list) {
+    int slot = prefixSlot(data, from, end);
+    seenRuns[slot] = Arrays.copyOfRange(data, from, to);
+    seenLists[slot] = list;
+  }
+
+  private static int prefixSlot(byte[] data, int from, int end) {
+    int h = 0;
+    for (int i = from, last = Math.min(end, from + PREFIX); i < last; i++) {
+      h = h * 31 + data[i];
+    }
+    h *= 0x9E3779B1;
+    return h >>> (32 - SEEN_BITS);
+  }
+
   /** The list the bytes {@code data[from, to)} (whose hash is {@code hash}) decoded to before, or null. */
   Shared find(byte[] data, int from, int to, int hash) {
     int mask = runs.length - 1;
@@ -76,6 +127,8 @@ final class RepeatedLists {
     Arrays.fill(runs, null);
     Arrays.fill(lists, null);
     size = 0;
+    Arrays.fill(seenRuns, null);
+    Arrays.fill(seenLists, null);
   }
 
   private void grow() {
