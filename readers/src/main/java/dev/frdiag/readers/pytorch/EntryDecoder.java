@@ -212,13 +212,14 @@ final class EntryDecoder {
     if (!has(f, Key.PROCESS_GROUP)) {
       throw new DumpProblem(where + ": missing key 'process_group'");
     }
-    String[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
+    Object[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
+    String desc = (String) pg[1];
     if (pg[0] != lastGroupName) {
-      lastGroupName = pg[0];
-      lastInternedGroupName = interner.intern(pg[0]);
+      lastGroupName = (String) pg[0];
+      lastInternedGroupName = interner.intern(lastGroupName);
     }
     String pgName = lastInternedGroupName;
-    descs.putIfAbsent(pgName, pg[1]);
+    descs.putIfAbsent(pgName, desc);
     if (has(f, Key.PG_ID)) {
       long pgId = integerOf(get(f, Key.PG_ID), where, Key.PG_ID);
       String before = pgIdToName.putIfAbsent(pgId, pgName);
@@ -301,8 +302,8 @@ final class EntryDecoder {
       warnings.add("entries refer to process group '" + abbreviate(pgName)
           + "' that pg_config does not list: no peer and no comms_id for them");
     } else {
-      if (!group.desc().equals(pg[1])) {
-        warnings.add("entries describe process group '" + abbreviate(pgName) + "' as '" + abbreviate(pg[1])
+      if (!group.desc().equals(desc)) {
+        warnings.add("entries describe process group '" + abbreviate(pgName) + "' as '" + abbreviate(desc)
             + "' but pg_config says '" + abbreviate(group.desc()) + "'");
       }
       if (isP2p && name.hasRanks()) {
@@ -327,7 +328,8 @@ final class EntryDecoder {
     return descs;
   }
 
-  private String[] nameAndDesc(Object value, Object where) {
+  /** The (name, desc) pair {@code value} is: two strings, checked. */
+  private Object[] nameAndDesc(Object value, Object where) {
     Object[] pair;
     if (value instanceof Object[] tuple) {
       pair = tuple;
@@ -339,7 +341,7 @@ final class EntryDecoder {
     if (pair.length != 2 || !(pair[0] instanceof String name) || !(pair[1] instanceof String desc)) {
       throw new DumpProblem(where + ": 'process_group' is not a (name, desc) pair of strings");
     }
-    return new String[] {name, desc};
+    return pair;
   }
 
   private void take(Object[] f, Key key, Object k, Object v) {
@@ -497,15 +499,14 @@ final class EntryDecoder {
    * The five ids (each absent or a shared list's) in one number, 12 bits each; {@link #NOT_SHARED} when one is not
    * a shared list or does not fit: a dump repeats a few dozen lists, not thousands.
    */
-  private static long sharedIds(int... ids) {
-    long key = 0;
-    for (int id : ids) {
-      if (id == NOT_SHARED || id >= ID_LIMIT) {
-        return NOT_SHARED;
-      }
-      key = key << ID_BITS | (id + 1);
-    }
-    return key;
+  private static long sharedIds(int inSizes, int outSizes, int inDtypes, int outDtypes, int stack) {
+    long key = packed(packed(packed(packed(packed(0, inSizes), outSizes), inDtypes), outDtypes), stack);
+    return key < 0 ? NOT_SHARED : key;
+  }
+
+  /** {@code key} with {@code id} appended; negative once an id is not a shared list or does not fit. */
+  private static long packed(long key, int id) {
+    return key < 0 || id == NOT_SHARED || id >= ID_LIMIT ? -1 : key << ID_BITS | (id + 1);
   }
 
   /** The id of the field's {@link RepeatedLists.Shared} list, {@link #ABSENT_ID} when absent, else NOT_SHARED. */
