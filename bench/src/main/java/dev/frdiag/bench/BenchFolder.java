@@ -115,7 +115,8 @@ enum BenchFolder {
     try (Stream<Path> files = Files.list(dir)) {
       bytes = files.mapToLong(AnalyzeBench::size).sum();
     }
-    String verdict = job.kind() == Kind.NONE ? "NO_HANG" : "HANG";
-    return new Written(verdict + " " + job.symptom() + " " + job.culprits(), bytes);
+    // A report with no hang names no symptom ("NONE").
+    return new Written(job.kind() == Kind.NONE ? "NO_HANG NONE []" : "HANG " + job.symptom() + " " + job.culprits(),
+        bytes);
   }
 }
