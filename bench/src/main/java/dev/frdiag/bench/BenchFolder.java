@@ -39,7 +39,7 @@ enum BenchFolder {
   ANALYZE_512("analyze-512", "AnalyzeBench's 512 ranks: Megatron tp 8, pp 4, the same", 512, 0, 0, false,
       Kind.GPU_STALL);
 
-  /** The rows of the issue this benchmark answers, in its order; {@link #MEGATRON_64} is run when named. */
+  /** The rows FrTraceBench runs unless told which; {@link #MEGATRON_64} is run when named. */
   static final List<BenchFolder> DEFAULT_ROWS = List.of(DP_TP_64, WORLD_TP_64, DP_TP_512, WORLD_TP_512,
       ANALYZE_64, ANALYZE_512);
 
