@@ -39,6 +39,8 @@ final class RankIndex {
      */
     long unrecordedOps;
     private CollectiveRecord lastRecord;
+    /** Whether some collective record is retired with no completion (gloo's failed ops; see Completion). */
+    boolean retiredUnknown;
     /** Oldest collective seq held in the ring; older seqs were overwritten. */
     long oldestHeld = Long.MAX_VALUE;
     long oldestHeldP2p = Long.MAX_VALUE;
@@ -98,6 +100,7 @@ final class RankIndex {
         }
       } else {
         t.collectives.add(r.getCollectiveSeq(), r);
+        t.retiredUnknown |= Completion.retiredUnknown(r);
         t.enqueued = Math.max(t.enqueued, r.getCollectiveSeq());
         t.oldestHeld = Math.min(t.oldestHeld, r.getCollectiveSeq());
         if (ended) {

@@ -30,6 +30,8 @@ final class SignatureCheck {
 
   /** Distinct signatures of one seq looked up before a member's own is checked by itself. */
   private static final int MAX_SIGNATURES_KEPT = 4;
+  /** Signatures of a group that passed their own checks, kept to be found again rather than checked again. */
+  private static final int MAX_PASSED_KEPT = 16;
 
   private final JobIndex index;
 
@@ -50,10 +52,10 @@ final class SignatureCheck {
 
   private Mismatch firstMismatch(GroupKey g) {
     int groupSize = (int) g.size();
+    List<Integer> members = index.members.get(g);
     // Per seq, each member's records in member order (members are sorted, so appending keeps rank order).
-    Map<Long, SeqRecords> bySeq = new TreeMap<>();
-    Map<Long, Map<Integer, List<CollectiveRecord>>> p2pBySeq = new TreeMap<>();
-    for (int member : index.members.get(g)) {
+    SeqTable bySeq = SeqTable.spanning(members.stream().map(m -> index.track(m, g)).toList());
+    for (int member : members) {
       RankIndex.Track t = index.track(member, g);
       if (t == null) {
         continue;
@@ -67,24 +69,104 @@ final class SignatureCheck {
         if (seq == t.oldestHeld && (recs.size() > 1 || CollectiveMatch.isCoalescedEnd(recs.get(0)))) {
           continue;
         }
-        bySeq.computeIfAbsent(seq, x -> new SeqRecords()).add(member, recs);
-      }
-      for (int i = 0; i < t.p2p.size(); i++) {
-        p2pBySeq.computeIfAbsent(t.p2p.seq(i), x -> new TreeMap<>()).put(member, t.p2p.at(i));
+        bySeq.at(seq).add(member, recs);
       }
     }
     Mismatch m = firstCollectiveMismatch(g, groupSize, bySeq);
     if (m == null && groupSize == 2) {
+      // Sends and recvs are compared in two-member groups only, where a p2p seq names one pair of ops.
+      Map<Long, Map<Integer, List<CollectiveRecord>>> p2pBySeq = new TreeMap<>();
+      for (int member : members) {
+        RankIndex.Track t = index.track(member, g);
+        for (int i = 0; t != null && i < t.p2p.size(); i++) {
+          p2pBySeq.computeIfAbsent(t.p2p.seq(i), x -> new TreeMap<>()).put(member, t.p2p.at(i));
+        }
+      }
       m = firstP2pMismatch(g, p2pBySeq);
     }
     return m;
   }
 
+  /**
+   * The members' records of a group by collective seq, in seq order. Members hold the same few thousand seqs of a
+   * group (their rings), so the seqs index an array; only seqs spread far apart (evidence of other shapes) fall back
+   * to a sorted map. A 512-rank ring's world group is a million (member, seq) pairs.
+   */
+  private static final class SeqTable {
+    /** Seqs spread over more than this many slots per seq held go to a sorted map. */
+    private static final int DENSITY = 4;
+
+    private final long lowest;
+    private final SeqRecords[] dense;
+    private final TreeMap<Long, SeqRecords> sparse;
+
+    private SeqTable(long lowest, SeqRecords[] dense, TreeMap<Long, SeqRecords> sparse) {
+      this.lowest = lowest;
+      this.dense = dense;
+      this.sparse = sparse;
+    }
+
+    /** A table for the seqs {@code tracks} hold (null tracks hold none). */
+    static SeqTable spanning(List<RankIndex.Track> tracks) {
+      long lowest = Long.MAX_VALUE;
+      long highest = Long.MIN_VALUE;
+      long held = 0;
+      for (RankIndex.Track t : tracks) {
+        if (t != null && t.collectives.size() > 0) {
+          lowest = Math.min(lowest, t.collectives.seq(0));
+          highest = Math.max(highest, t.collectives.seq(t.collectives.size() - 1));
+          held += t.collectives.size();
+        }
+      }
+      if (held == 0) {
+        return new SeqTable(0, new SeqRecords[0], null);
+      }
+      long span = highest - lowest + 1;
+      if (span > 0 && span <= DENSITY * held + 64) {
+        return new SeqTable(lowest, new SeqRecords[(int) span], null);
+      }
+      return new SeqTable(0, null, new TreeMap<>());
+    }
+
+    /** The records of {@code seq}, made empty on first use. */
+    SeqRecords at(long seq) {
+      if (dense == null) {
+        return sparse.computeIfAbsent(seq, x -> new SeqRecords(seq));
+      }
+      int i = (int) (seq - lowest);
+      SeqRecords r = dense[i];
+      if (r == null) {
+        r = new SeqRecords(seq);
+        dense[i] = r;
+      }
+      return r;
+    }
+
+    /** Every seq's records, in seq order. */
+    List<SeqRecords> inOrder() {
+      if (dense == null) {
+        return List.copyOf(sparse.values());
+      }
+      List<SeqRecords> out = new ArrayList<>(dense.length);
+      for (SeqRecords r : dense) {
+        if (r != null) {
+          out.add(r);
+        }
+      }
+      return out;
+    }
+  }
+
   /** The members' records of one seq, in rank order. */
   private static final class SeqRecords {
+    final long seq;
     // Ranks unboxed: a world group's every member is added for every seq it holds.
     int[] ranks = new int[8];
     final List<List<CollectiveRecord>> records = new ArrayList<>();
+
+    SeqRecords(long seq) {
+      this.seq = seq;
+    }
 
     void add(int rank, List<CollectiveRecord> recs) {
       int n = records.size();
@@ -112,10 +194,13 @@ final class SignatureCheck {
     }
   }
 
-  private Mismatch firstCollectiveMismatch(GroupKey g, int groupSize, Map<Long, SeqRecords> bySeq) {
-    for (Map.Entry<Long, SeqRecords> e : bySeq.entrySet()) {
-      long seq = e.getKey();
-      SeqRecords members = e.getValue();
+  private Mismatch firstCollectiveMismatch(GroupKey g, int groupSize, SeqTable bySeq) {
+    List<List<CollectiveRecord>> passed = new ArrayList<>();
+    for (SeqRecords members : bySeq.inOrder()) {
+      if (agrees(members, groupSize, passed)) {
+        continue;
+      }
+      long seq = members.seq;
       // Members of a group issue the same signature for one seq: each distinct one (sizes included, so that the
       // own-op check, which reads sizes, gives every member sharing it the same answer) is checked once. Records
       // that share their fields (the daemon's windows, a dump's templates) compare by reference.
@@ -193,6 +278,37 @@ final class SignatureCheck {
       }
     }
     return null;
+  }
+
+  /**
+   * Whether one seq has nothing to report, found without the general comparison: every member issued the first
+   * member's signature, that signature passes its own checks (looked up among those that passed already, as a group
+   * issues a few signatures thousands of times) and, for an all_to_all of the whole group, its totals balance. The
+   * general comparison gives the same answer for such a seq; it runs for every other.
+   */
+  private static boolean agrees(SeqRecords members, int groupSize, List<List<CollectiveRecord>> passed) {
+    List<CollectiveRecord> first = members.records.get(0);
+    for (int i = 1; i < members.size(); i++) {
+      if (!CollectiveMatch.sameSignature(first, members.records.get(i))) {
+        return false;
+      }
+    }
+    boolean checked = false;
+    for (int i = 0; i < passed.size() && !checked; i++) {
+      checked = CollectiveMatch.sameSignature(passed.get(i), first);
+    }
+    if (!checked) {
+      if (!CollectiveMatch.selfCheck(first, groupSize).isEmpty()) {
+        return false;
+      }
+      if (passed.size() < MAX_PASSED_KEPT) {
+        passed.add(first);
+      }
+    }
+    if (members.size() == groupSize && CollectiveMatch.isAllToAll(first) && allOutputsKnown(List.of(first))) {
+      return CollectiveMatch.inputNumel(first) == CollectiveMatch.outputNumel(first);
+    }
+    return true;
   }
 
   private static boolean allOutputsKnown(List<List<CollectiveRecord>> all) {

@@ -168,7 +168,7 @@ final class StuckOperations {
    * a failure (a timeout, a peer's lost connection), not a completion: the op is outstanding for the group.
    */
   private long firstFailed(GroupKey g) {
-    return index.members.get(g).stream().map(m -> index.track(m, g)).filter(t -> t != null)
+    return index.members.get(g).stream().map(m -> index.track(m, g)).filter(t -> t != null && t.retiredUnknown)
         .flatMap(t -> t.collectives.all().stream()).filter(Completion::retiredUnknown)
         .mapToLong(CollectiveRecord::getCollectiveSeq).sorted().filter(seq -> someoneNeverIssued(g, seq))
         .findFirst().orElse(Long.MAX_VALUE);

@@ -3,10 +3,6 @@ package dev.frdiag.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.frdiag.cli.FrDiagnose;
-import dev.frdiag.readers.pytorch.DumpReader;
-import dev.frdiag.testing.dumps.DumpWriter.Encoding;
-import dev.frdiag.testing.dumps.FaultyDumps;
-import dev.frdiag.testing.dumps.FaultyDumps.Kind;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -85,27 +81,14 @@ public final class AnalyzeBench {
     }
   }
 
-  /**
-   * A folder as a large job leaves it.
-   *
-   * @param expected what a right report says: symptom and culprit ranks, e.g. "GPU_STALL [364]"
-   * @param bytes the size of its dumps
-   */
-  record Folder(String expected, long bytes) {}
-
   /** Writes {@code ranks} dumps of {@link #ENTRIES} entries and {@link #STACK_DEPTH}-frame stacks, a GPU stall. */
-  static Folder write(int ranks, Path dir) throws IOException {
-    FaultyDumps job = FaultyDumps.builder().ranks(ranks).entriesPerRank(ENTRIES).stackDepth(STACK_DEPTH)
-        .fault(Kind.GPU_STALL, ranks * 3 / 4 - 20).build();
-    job.write(dir, DumpReader.DEFAULT_PREFIX, Encoding.PICKLE);
-    try (Stream<Path> files = Files.list(dir)) {
-      return new Folder(job.symptom() + " " + job.culprits(), files.mapToLong(AnalyzeBench::size).sum());
-    }
+  static BenchFolder.Written write(int ranks, Path dir) throws IOException {
+    return BenchFolder.analyzeLayout(ranks, dir);
   }
 
   private static void bench(int ranks, Path dir) throws Exception {
     long t0 = System.nanoTime();
-    Folder folder = write(ranks, dir);
+    BenchFolder.Written folder = write(ranks, dir);
     String expected = folder.expected();
     long bytes = folder.bytes();
     System.out.printf("%n%d ranks x %d entries, %d-frame stacks: %.1f MB of pickles in %s (generated in %.1f s); "
@@ -129,8 +112,9 @@ public final class AnalyzeBench {
       cpus[run] = processCpuNanos() - cpuStart;
       peaks[run] = peakHeap();
       JsonNode report = new ObjectMapper().readTree(out.toString());
-      String verdict = report.get("symptom").asText() + " " + report.get("culprit_ranks");
-      if (code != 1 || !verdict.replace(",", ", ").equals(expected)) {
+      String verdict = report.get("verdict").asText() + " " + report.get("symptom").asText() + " "
+          + report.get("culprit_ranks").toString().replace(",", ", ");
+      if (code != 1 || !verdict.equals(expected)) {
         throw new IllegalStateException("wrong answer: exit " + code + ", " + verdict + ", expected " + expected
             + "\n" + err);
       }

@@ -21,6 +21,9 @@ import io.grpc.StatusRuntimeException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
@@ -33,8 +36,6 @@ import picocli.CommandLine;
     description = {"Prints the hang diagnosis of a job: the culprit rank(s), the collective, the symptom and the "
         + "evidence.", "With a job id it prints the job's newest report, asking the daemon to diagnose now when "
         + "none is stored."},
-    subcommands = {FrDiagnose.Jobs.class, FrDiagnose.Reports.class, FrDiagnose.ShowReport.class, WatchCommand.class,
-        NodesCommand.class, AnalyzeCommand.class, TopologyCommand.class},
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:no hang", "1:hang diagnosed", "2:usage error",
         "3:daemon unreachable, or job/report unknown", "4:insufficient evidence for a verdict", "5:other failure",
@@ -80,23 +81,65 @@ public final class FrDiagnose implements Callable<Integer> {
   public static void main(String[] args) {
     // What went wrong with a call is said once, on one line, by the handler below.
     GRPC_LOG.setLevel(java.util.logging.Level.OFF);
-    // Built before it is needed: with the heap exhausted, even joining strings can fail (its first use links code).
-    String outOfMemory = "fr-diagnose: out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
-        + " MB heap); give it more, e.g. FRDIAG_JAVA_OPTS=-Xmx8g";
+    // Encoded before it is needed: with the heap exhausted, even joining or encoding strings can fail, and reading
+    // threads may still be filling what the failure freed while it is written.
+    byte[] outOfMemory = ("fr-diagnose: out of memory (" + Runtime.getRuntime().maxMemory() / (1 << 20)
+        + " MB heap); give it more, e.g. FRDIAG_JAVA_OPTS=-Xmx8g" + System.lineSeparator()).getBytes();
     int code;
     try {
       code = run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true));
-    } catch (OutOfMemoryError e) {
-      System.err.println(outOfMemory);
+    } catch (Error e) {
+      if (!outOfMemory(e)) {
+        throw e;
+      }
       code = ExitCode.OUT_OF_MEMORY;
+      try {
+        System.err.write(outOfMemory, 0, outOfMemory.length);
+        System.err.flush();
+      } catch (OutOfMemoryError again) {
+        // The exit code still says it.
+      }
     }
     System.exit(code);
   }
 
+  /**
+   * Whether {@code e} is running out of memory, also as it shows in another thread: a class whose initializer ran out
+   * of memory on a reading thread fails every later use with a NoClassDefFoundError that names that error.
+   */
+  private static boolean outOfMemory(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof OutOfMemoryError
+          || t instanceof ExceptionInInitializerError && String.valueOf(t.getMessage()).contains("OutOfMemoryError")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Runs the command with output going to {@code out} and one-line errors to {@code err}; returns the exit code. */
   public static int run(String[] args, PrintWriter out, PrintWriter err) {
-    return CommandRunner.of(new FrDiagnose()).output(out, err).on(StatusRuntimeException.class, FrDiagnose::failed)
+    CommandLine cmd = new CommandLine(new FrDiagnose());
+    // A command line that starts with a subcommand's name is that subcommand's: picocli's model of the others (their
+    // options, read by reflection) was a sixth of a small analysis' time, for nothing. Any other command line (a job
+    // id, an option, --help, a misspelt subcommand) gets them all.
+    Map<String, Class<?>> subcommands = subcommands(Jobs.class, Reports.class, ShowReport.class, WatchCommand.class,
+        NodesCommand.class, AnalyzeCommand.class, TopologyCommand.class);
+    Class<?> named = args.length == 0 ? null : subcommands.get(args[0]);
+    for (Class<?> subcommand : named == null ? subcommands.values() : List.of(named)) {
+      cmd.addSubcommand(subcommand);
+    }
+    return CommandRunner.of(cmd).output(out, err).on(StatusRuntimeException.class, FrDiagnose::failed)
         .failures(ExitCode.FAILURE).execute(args);
+  }
+
+  /** The subcommands by name, in the order help lists them. */
+  private static Map<String, Class<?>> subcommands(Class<?>... commands) {
+    Map<String, Class<?>> byName = new LinkedHashMap<>();
+    for (Class<?> c : commands) {
+      byName.put(c.getAnnotation(Command.class).name(), c);
+    }
+    return byName;
   }
 
   /** A call the daemon failed: its status, said so a user knows what to do, and the exit code it documents. */

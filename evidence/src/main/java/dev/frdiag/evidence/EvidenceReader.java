@@ -41,6 +41,8 @@ import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 
 /**
@@ -59,6 +61,8 @@ public final class EvidenceReader {
    * bounding the memory of dumps being read at once.
    */
   static final int READ_THREADS = 2;
+  /** How often a wait for the next dump looks whether a reading thread died. */
+  private static final long DIED_CHECK_MILLIS = 200;
 
   private final String job;
   private final int worldSize;
@@ -308,9 +312,13 @@ public final class EvidenceReader {
     private List<DumpFileResult> dumps(List<DumpFolder.DumpFile> files, ReadProgress.Batch batch)
         throws InterruptedException {
       Map<Path, DumpFileResult> failed = new HashMap<>();
+      // A reading thread that dies outside a task (out of memory in the pool's own code) leaves its tasks undone:
+      // what killed it is kept, and thrown here rather than waited on for ever.
+      AtomicReference<Throwable> died = new AtomicReference<>();
       ExecutorService pool = Executors.newFixedThreadPool(READ_THREADS, r -> {
         Thread t = new Thread(r, "fr-diagnose-read");
         t.setDaemon(true);
+        t.setUncaughtExceptionHandler((thread, e) -> died.compareAndSet(null, e));
         return t;
       });
       try {
@@ -322,7 +330,17 @@ public final class EvidenceReader {
             DumpFolder.DumpFile f = files.get(submitted++);
             done.submit(() -> read(f));
           }
-          DumpFileResult r = result(done.take());
+          Future<DumpFileResult> next;
+          while ((next = done.poll(DIED_CHECK_MILLIS, TimeUnit.MILLISECONDS)) == null) {
+            Throwable e = died.get();
+            if (e instanceof Error error) {
+              throw error;
+            }
+            if (e != null) {
+              throw new IllegalStateException("a reading thread failed", e);
+            }
+          }
+          DumpFileResult r = result(next);
           if (r.isOk()) {
             evidence.add(r.dump());
           } else {

@@ -31,18 +31,25 @@ import java.util.TreeMap;
 final class OfflineEvidence {
   private final List<String> unread = new ArrayList<>();
   private final Map<Integer, FlightRecorderDump> dumps = new TreeMap<>();
+  /** Each dump's largest seqs per group name (see {@link PgStatus#seqsByName}), by rank. */
+  private final Map<Integer, Map<String, long[]>> seqsByName = new HashMap<>();
   private final Map<Integer, String> unreadable = new TreeMap<>();
   private final Map<Integer, List<WatchdogLine>> watchdog = new TreeMap<>();
   private final List<NodeContext> context = new ArrayList<>();
   private final Map<Integer, ThreadStacks> stacks = new TreeMap<>();
   private int worldSize;
 
-  /** Adds one rank's dump. */
+  /**
+   * Adds one rank's dump. What it takes from the dump's records is worked out now, while the other dumps are still
+   * being read.
+   */
   public OfflineEvidence add(FlightRecorderDump dump) {
     List<CollectiveRecord> kept = withoutCutOp(dump.records());
-    dumps.put(dump.rank(), kept == dump.records() ? dump : new FlightRecorderDump(dump.file(), dump.rank(),
+    FlightRecorderDump d = kept == dump.records() ? dump : new FlightRecorderDump(dump.file(), dump.rank(),
         dump.version(), dump.commLibVersion(), dump.processGroups(), kept, dump.progress(), dump.frames(),
-        dump.warnings()));
+        dump.warnings());
+    dumps.put(d.rank(), d);
+    seqsByName.put(d.rank(), PgStatus.seqsByName(d));
     return this;
   }
 
@@ -105,7 +112,7 @@ final class OfflineEvidence {
     int world = Math.max(worldSize, inferredWorldSize());
     // Dumps that list no members (gloo) get them from the job's dumps together, before groups are compared.
     List<FlightRecorderDump> all = RecordedMembers.complete(dumps.values(), world);
-    Map<String, long[]> seqRanges = PgStatus.seqRanges(all);
+    Map<String, long[]> seqRanges = PgStatus.seqRanges(all, d -> seqsByName.get(d.rank()));
     Map<Integer, RankEvidence> ranks = new TreeMap<>();
     for (FlightRecorderDump d : all) {
       ranks.put(d.rank(), fromDump(d, seqRanges, world));

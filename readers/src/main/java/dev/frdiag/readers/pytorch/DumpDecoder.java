@@ -44,6 +44,7 @@ final class DumpDecoder {
   private final int rank;
   private final boolean json;
   private final ValueBudget budget;
+  private final Interner interner;
   private final DumpWarnings warnings = new DumpWarnings();
   /** pg_id to group name, as the entries reveal it and pg_status order completes it. */
   private final Map<Long, String> pgIdToName = new TreeMap<>();
@@ -51,7 +52,8 @@ final class DumpDecoder {
   /** A pg_status entry before its pg_id is matched to a group name. */
   private record Status(long pgId, long enqueued, long started, long completed) {}
 
-  private DumpDecoder(Path file, int rank, boolean json, long budget) {
+  private DumpDecoder(Path file, int rank, boolean json, long budget, Interner interner) {
+    this.interner = interner;
     this.file = file;
     this.rank = rank;
     this.json = json;
@@ -62,10 +64,12 @@ final class DumpDecoder {
    * @param root the decoded top-level value
    * @param json whether it came from the JSON variant (whose pg_status values are strings)
    * @param budget how many values the decoder may visit
+   * @param interner where the values dumps repeat are shared across dumps
    * @throws DumpProblem describing the first problem
    */
-  static FlightRecorderDump decode(Object root, Path file, int rank, boolean json, long budget) {
-    return new DumpDecoder(file, rank, json, budget).run(root);
+  static FlightRecorderDump decode(Object root, Path file, int rank, boolean json, long budget,
+      Interner interner) {
+    return new DumpDecoder(file, rank, json, budget, interner).run(root);
   }
 
   private FlightRecorderDump run(Object root) {
@@ -103,7 +107,7 @@ final class DumpDecoder {
     List<CollectiveRecord> records = new ArrayList<>();
     Map<String, String> recordedDescs = Map.of();
     if (hasEntries) {
-      EntryDecoder entryDecoder = new EntryDecoder(rank, config, pgIdToName, frames, budget, warnings);
+      EntryDecoder entryDecoder = new EntryDecoder(rank, config, pgIdToName, frames, budget, warnings, interner);
       List<?> entries = list(top.get("entries"), "'entries'");
       budget.spend(entries.size());
       for (int i = 0; i < entries.size(); i++) {
@@ -263,6 +267,13 @@ final class DumpDecoder {
    */
   private static List<ProcessGroupProgress> inCollectiveSeqs(List<ProcessGroupProgress> progress,
       List<CollectiveRecord> records) {
+    boolean gloo = false;
+    for (int i = 0; i < records.size() && !gloo; i++) {
+      gloo = records.get(i).getBackend().equals("gloo");
+    }
+    if (!gloo) {
+      return progress;
+    }
     List<ProcessGroupProgress> out = new ArrayList<>(progress.size());
     for (ProcessGroupProgress g : progress) {
       List<CollectiveRecord> mine = records.stream().filter(r -> !r.getIsP2P() && r.getOpId() > 0

@@ -26,7 +26,8 @@ import java.util.stream.Stream;
  * that imports or calls anything is refused. Every problem is a {@link DumpFormatException} with one message
  * naming the file; a truncated or corrupted file never makes the reader hang or run out of memory.
  *
- * <p>Instances are immutable and thread-safe.
+ * <p>Instances are thread-safe. A reader shares the values its dumps repeat (names, shapes, dtypes) across every dump
+ * it reads, up to a bound: read one job's dumps with one reader.
  */
 public final class DumpReader {
   /** Files larger than this are refused unless configured otherwise: real dumps are kilobytes to megabytes. */
@@ -48,6 +49,8 @@ public final class DumpReader {
   private static final int SNIFF_BYTES = 64;
 
   private final long maxFileBytes;
+  /** What the dumps this reader reads repeat, one instance each; see {@link Interner}. */
+  private final Interner interner = new Interner();
 
   private DumpReader(Builder builder) {
     this.maxFileBytes = builder.maxFileBytes;
@@ -130,7 +133,7 @@ public final class DumpReader {
             + " pickle (0x80) nor a JSON object ('{')", firstNonSpace(content)));
       }
       FlightRecorderDump dump = DumpDecoder.decode(root, file, rank, json,
-          (long) content.length * VALUES_PER_BYTE + 1024);
+          (long) content.length * VALUES_PER_BYTE + 1024, interner);
       if (warnings.isEmpty()) {
         return dump;
       }

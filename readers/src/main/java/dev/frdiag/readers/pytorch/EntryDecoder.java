@@ -71,7 +71,22 @@ final class EntryDecoder {
    * fraction of their size.
    */
   private final Map<Repeated, CollectiveRecord> templates = new HashMap<>();
+  /**
+   * The same templates by the ids of the repeated lists an entry's fields are (see {@link #sharedIds}), and what
+   * decoding them cost.
+   */
+  private final Map<Long, Template> templatesByIds = new HashMap<>();
+  private final long[] recentIds = new long[1 << RECENT_BITS];
+  private final Template[] recentTemplates = new Template[1 << RECENT_BITS];
   private final Map<String, ProfilingName> profilingNames = new HashMap<>();
+  private final Interner interner;
+  /** The last group name read and its interned instance: entries name a few groups, through memo-shared strings. */
+  private String lastGroupName;
+  private String lastInternedGroupName;
+  private String lastThreadName;
+  private String lastInternedThreadName;
+  private String lastThreadId;
+  private String lastInternedThreadId;
   /**
    * The key objects of the previous entry, by position, and what they are. Entries list their keys in one order
    * and the pickle shares each key string through its memo, so an identity test replaces most lookups.
@@ -85,8 +100,22 @@ final class EntryDecoder {
   private final Map<List<?>, List<Shape>> shapeLists = new HashMap<>();
   /** The desc of each group name the entries name, in order of first appearance. */
   private final Map<String, String> descs = new LinkedHashMap<>();
+  /** The entry being read, by key; one array for every entry, as nothing keeps it. */
+  private final Object[] fields = new Object[KEY_COUNT];
+  /** One builder for every record: build() copies what it holds, and clear() starts the next. */
+  private final CollectiveRecord.Builder builder = CollectiveRecord.newBuilder();
   /** The frame ids of the entry being read; see {@link Repeated}. */
   private int[] frameIds = new int[128];
+
+  private static final int ABSENT_ID = -1;
+  private static final int NOT_SHARED = -2;
+  private static final int ID_BITS = 12;
+  private static final int ID_LIMIT = (1 << ID_BITS) - 1;
+  /** The last templates found by ids, by a hash of the ids: entries cycle through a step's few ops. */
+  private static final int RECENT_BITS = 6;
+
+  /** A template and the values decoding its fields visited, spent again by every entry that shares them. */
+  private record Template(CollectiveRecord record, long cost) {}
 
   /**
    * The repeated fields of one entry, compared by value. Its frame ids are the first {@code frameCount} of
@@ -143,7 +172,8 @@ final class EntryDecoder {
    * @param pgIdToName where to note the pg_id of each group name the entries reveal
    */
   EntryDecoder(int rank, PgConfig config, Map<Long, String> pgIdToName, StackFrames frames, ValueBudget budget,
-      DumpWarnings warnings) {
+      DumpWarnings warnings, Interner interner) {
+    this.interner = interner;
     this.rank = rank;
     this.config = config;
     this.pgIdToName = pgIdToName;
@@ -161,7 +191,7 @@ final class EntryDecoder {
     Object where = new At("entries", index);
     Map<?, ?> e = dict(value, where);
     budget.spend(e.size());
-    Object[] f = new Object[KEY_COUNT];
+    Object[] f = fields;
     Arrays.fill(f, ABSENT);
     if (e instanceof PickleDict d) {
       for (int i = 0; i < d.size(); i++) {
@@ -182,11 +212,16 @@ final class EntryDecoder {
     if (!has(f, Key.PROCESS_GROUP)) {
       throw new DumpProblem(where + ": missing key 'process_group'");
     }
-    String[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
-    String pgName = pg[0];
-    descs.putIfAbsent(pgName, pg[1]);
+    Object[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
+    String desc = (String) pg[1];
+    if (pg[0] != lastGroupName) {
+      lastGroupName = (String) pg[0];
+      lastInternedGroupName = interner.intern(lastGroupName);
+    }
+    String pgName = lastInternedGroupName;
+    descs.putIfAbsent(pgName, desc);
     if (has(f, Key.PG_ID)) {
-      long pgId = integer(get(f, Key.PG_ID), new At(where, "pg_id"));
+      long pgId = integerOf(get(f, Key.PG_ID), where, Key.PG_ID);
       String before = pgIdToName.putIfAbsent(pgId, pgName);
       if (before != null && !before.equals(pgName)) {
         warnings.add("pg_id " + pgId + " is used for process groups '" + abbreviate(before) + "' and '"
@@ -196,9 +231,9 @@ final class EntryDecoder {
 
     long collectiveSeq;
     if (has(f, Key.COLLECTIVE_SEQ_ID)) {
-      collectiveSeq = integer(get(f, Key.COLLECTIVE_SEQ_ID), new At(where, "collective_seq_id"));
+      collectiveSeq = integerOf(get(f, Key.COLLECTIVE_SEQ_ID), where, Key.COLLECTIVE_SEQ_ID);
     } else if (has(f, Key.SEQ_ID)) {
-      collectiveSeq = integer(get(f, Key.SEQ_ID), new At(where, "seq_id"));
+      collectiveSeq = integerOf(get(f, Key.SEQ_ID), where, Key.SEQ_ID);
     } else {
       throw new DumpProblem(where + ": missing key 'collective_seq_id'");
     }
@@ -207,13 +242,19 @@ final class EntryDecoder {
     if (!has(f, Key.PROFILING_NAME)) {
       throw new DumpProblem(where + ": missing key 'profiling_name'");
     }
-    String profilingName = string(get(f, Key.PROFILING_NAME), new At(where, "profiling_name"));
-    ProfilingName name = profilingNames.computeIfAbsent(profilingName, ProfilingName::parse);
+    String profilingName = stringOf(get(f, Key.PROFILING_NAME), where, Key.PROFILING_NAME);
+    ProfilingName name = profilingNames.get(profilingName);
+    if (name == null) {
+      ProfilingName parsed = ProfilingName.parse(profilingName);
+      name = new ProfilingName(interner.intern(parsed.backend()), interner.intern(parsed.op()),
+          parsed.selfGroupRank(), parsed.peerGroupRank(), parsed.send());
+      profilingNames.put(profilingName, name);
+    }
     boolean isP2p = has(f, Key.IS_P2P)
-        ? bool(get(f, Key.IS_P2P), new At(where, "is_p2p"))
+        ? boolOf(get(f, Key.IS_P2P), where, Key.IS_P2P)
         : name.op().equals("send") || name.op().equals("recv");
 
-    CollectiveRecord.Builder b = CollectiveRecord.newBuilder()
+    CollectiveRecord.Builder b = builder.clear()
         .setRecordId(recordId)
         .setProcessGroup(pgName)
         .setCollectiveSeq(collectiveSeq)
@@ -227,39 +268,28 @@ final class EntryDecoder {
         .setTimeStartedNs(timestamp(f, Key.STARTED_NS, where))
         .setTimeCompletedNs(timestamp(f, Key.COMPLETED_NS, where))
         .setTimeoutMs(optional(f, Key.TIMEOUT_MS, where, 0))
-        .setRetired(has(f, Key.RETIRED) && bool(get(f, Key.RETIRED), new At(where, "retired")));
+        .setRetired(has(f, Key.RETIRED) && boolOf(get(f, Key.RETIRED), where, Key.RETIRED));
     if (has(f, Key.DURATION_MS)) {
       b.setDurationMs(number(get(f, Key.DURATION_MS), new At(where, "duration_ms")));
     }
     if (has(f, Key.THREAD_NAME)) {
-      b.setThreadName(string(get(f, Key.THREAD_NAME), new At(where, "thread_name")));
+      String threadName = stringOf(get(f, Key.THREAD_NAME), where, Key.THREAD_NAME);
+      if (threadName != lastThreadName) {
+        lastThreadName = threadName;
+        lastInternedThreadName = interner.intern(threadName);
+      }
+      b.setThreadName(lastInternedThreadName);
     }
     if (has(f, Key.THREAD_ID)) {
-      b.setThreadId(string(get(f, Key.THREAD_ID), new At(where, "thread_id")));
-    }
-    List<Shape> inputSizes = has(f, Key.INPUT_SIZES)
-        ? shapes(get(f, Key.INPUT_SIZES), new At(where, "input_sizes")) : List.of();
-    List<Shape> outputSizes = has(f, Key.OUTPUT_SIZES)
-        ? shapes(get(f, Key.OUTPUT_SIZES), new At(where, "output_sizes")) : List.of();
-    List<String> inputDtypes = has(f, Key.INPUT_DTYPES)
-        ? strings(get(f, Key.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
-    List<String> outputDtypes = has(f, Key.OUTPUT_DTYPES)
-        ? strings(get(f, Key.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
-    int frameCount = 0;
-    if (has(f, Key.FRAMES)) {
-      At framesAt = new At(where, "frames");
-      List<?> list = list(get(f, Key.FRAMES), framesAt);
-      budget.spend(list.size());
-      if (list.size() > frameIds.length) {
-        frameIds = new int[list.size()];
+      String threadId = stringOf(get(f, Key.THREAD_ID), where, Key.THREAD_ID);
+      if (threadId != lastThreadId) {
+        lastThreadId = threadId;
+        lastInternedThreadId = interner.intern(threadId);
       }
-      for (int i = 0; i < list.size(); i++) {
-        frameIds[i] = frames.id(list.get(i), framesAt, i);
-      }
-      frameCount = list.size();
+      b.setThreadId(lastInternedThreadId);
     }
     // An empty repeated field takes the template's list as it is: records share them instead of copying.
-    b.mergeFrom(template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameIds, frameCount)));
+    b.mergeFrom(template(f, where));
 
     PgConfig.Group group = config.group(pgName);
     int peer = -1;
@@ -272,8 +302,8 @@ final class EntryDecoder {
       warnings.add("entries refer to process group '" + abbreviate(pgName)
           + "' that pg_config does not list: no peer and no comms_id for them");
     } else {
-      if (!group.desc().equals(pg[1])) {
-        warnings.add("entries describe process group '" + abbreviate(pgName) + "' as '" + abbreviate(pg[1])
+      if (!group.desc().equals(desc)) {
+        warnings.add("entries describe process group '" + abbreviate(pgName) + "' as '" + abbreviate(desc)
             + "' but pg_config says '" + abbreviate(group.desc()) + "'");
       }
       if (isP2p && name.hasRanks()) {
@@ -298,7 +328,8 @@ final class EntryDecoder {
     return descs;
   }
 
-  private String[] nameAndDesc(Object value, Object where) {
+  /** The (name, desc) pair {@code value} is: two strings, checked. */
+  private Object[] nameAndDesc(Object value, Object where) {
     Object[] pair;
     if (value instanceof Object[] tuple) {
       pair = tuple;
@@ -310,7 +341,7 @@ final class EntryDecoder {
     if (pair.length != 2 || !(pair[0] instanceof String name) || !(pair[1] instanceof String desc)) {
       throw new DumpProblem(where + ": 'process_group' is not a (name, desc) pair of strings");
     }
-    return new String[] {name, desc};
+    return pair;
   }
 
   private void take(Object[] f, Key key, Object k, Object v) {
@@ -347,18 +378,39 @@ final class EntryDecoder {
     if (!has(f, key)) {
       throw new DumpProblem(where + ": missing key '" + key.text + "'");
     }
-    return integer(get(f, key), new At(where, key.text));
+    return integerOf(get(f, key), where, key);
   }
 
   private static long optional(Object[] f, Key key, Object where, long absent) {
-    return has(f, key) ? integer(get(f, key), new At(where, key.text)) : absent;
+    return has(f, key) ? integerOf(get(f, key), where, key) : absent;
+  }
+
+  // Where a value sits is built only when a message needs it: an entry has twenty fields and a ring a million
+  // entries.
+
+  private static long integerOf(Object v, Object where, Key key) {
+    if (v instanceof Integer i) {
+      return i;
+    }
+    if (v instanceof Long l) {
+      return l;
+    }
+    return integer(v, new At(where, key.text));
+  }
+
+  private static String stringOf(Object v, Object where, Key key) {
+    return v instanceof String text ? text : string(v, new At(where, key.text));
+  }
+
+  private static boolean boolOf(Object v, Object where, Key key) {
+    return v instanceof Boolean b ? b : bool(v, new At(where, key.text));
   }
 
   private CollectiveState state(Object[] f, Object where) {
     if (!has(f, Key.STATE)) {
       throw new DumpProblem(where + ": missing key 'state'");
     }
-    String s = string(get(f, Key.STATE), new At(where, "state"));
+    String s = stringOf(get(f, Key.STATE), where, Key.STATE);
     switch (s) {
       case "scheduled":
         return CollectiveState.SCHEDULED;
@@ -378,11 +430,92 @@ final class EntryDecoder {
     if (v == null) {
       return 0;
     }
-    long t = integer(v, new At(where, key.text));
+    long t = integerOf(v, where, key);
     if (t < 0) {
       throw new DumpProblem(where + ": '" + key.text + "' is negative (" + t + ")");
     }
     return t;
+  }
+
+  /**
+   * The template of an entry's repeated fields (sizes, dtypes, stack). When each is a list the pickle repeats
+   * ({@link RepeatedLists.Shared}), the template is found by the lists' ids and nothing of them is decoded again;
+   * what decoding them cost against the budget is spent all the same. Otherwise, or the first time, the fields are
+   * decoded and the template found by their values.
+   */
+  private CollectiveRecord template(Object[] f, Object where) {
+    int inSizes = sharedId(f, Key.INPUT_SIZES);
+    int outSizes = sharedId(f, Key.OUTPUT_SIZES);
+    int inDtypes = sharedId(f, Key.INPUT_DTYPES);
+    int outDtypes = sharedId(f, Key.OUTPUT_DTYPES);
+    int stack = sharedId(f, Key.FRAMES);
+    long ids = sharedIds(inSizes, outSizes, inDtypes, outDtypes, stack);
+    if (ids != NOT_SHARED) {
+      int slot = (int) ((ids * 0x9E3779B97F4A7C15L) >>> (64 - RECENT_BITS));
+      Template known = recentIds[slot] == ids ? recentTemplates[slot] : null;
+      if (known == null) {
+        known = templatesByIds.get(ids);
+        if (known != null) {
+          recentIds[slot] = ids;
+          recentTemplates[slot] = known;
+        }
+      }
+      if (known != null) {
+        budget.spend(known.cost);
+        return known.record;
+      }
+    }
+    long before = budget.spent();
+    List<Shape> inputSizes = has(f, Key.INPUT_SIZES)
+        ? shapes(get(f, Key.INPUT_SIZES), new At(where, "input_sizes")) : List.of();
+    List<Shape> outputSizes = has(f, Key.OUTPUT_SIZES)
+        ? shapes(get(f, Key.OUTPUT_SIZES), new At(where, "output_sizes")) : List.of();
+    List<String> inputDtypes = has(f, Key.INPUT_DTYPES)
+        ? strings(get(f, Key.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
+    List<String> outputDtypes = has(f, Key.OUTPUT_DTYPES)
+        ? strings(get(f, Key.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
+    int frameCount = 0;
+    if (has(f, Key.FRAMES)) {
+      At framesAt = new At(where, "frames");
+      List<?> list = list(get(f, Key.FRAMES), framesAt);
+      budget.spend(list.size());
+      if (list.size() > frameIds.length) {
+        frameIds = new int[list.size()];
+      }
+      for (int i = 0; i < list.size(); i++) {
+        frameIds[i] = frames.id(list.get(i), framesAt, i);
+      }
+      frameCount = list.size();
+    }
+    CollectiveRecord t = template(new Repeated(inputSizes, outputSizes, inputDtypes, outputDtypes, frameIds,
+        frameCount));
+    if (ids != NOT_SHARED) {
+      templatesByIds.put(ids, new Template(t, budget.spent() - before));
+    }
+    return t;
+  }
+
+  /**
+   * The five ids (each absent or a shared list's) in one number, 12 bits each; {@link #NOT_SHARED} when one is not
+   * a shared list or does not fit: a dump repeats a few dozen lists, not thousands.
+   */
+  private static long sharedIds(int inSizes, int outSizes, int inDtypes, int outDtypes, int stack) {
+    long key = packed(packed(packed(packed(packed(0, inSizes), outSizes), inDtypes), outDtypes), stack);
+    return key < 0 ? NOT_SHARED : key;
+  }
+
+  /** {@code key} with {@code id} appended; negative once an id is not a shared list or does not fit. */
+  private static long packed(long key, int id) {
+    return key < 0 || id == NOT_SHARED || id >= ID_LIMIT ? -1 : key << ID_BITS | (id + 1);
+  }
+
+  /** The id of the field's {@link RepeatedLists.Shared} list, {@link #ABSENT_ID} when absent, else NOT_SHARED. */
+  private static int sharedId(Object[] f, Key key) {
+    Object v = f[key.ordinal()];
+    if (v == ABSENT) {
+      return ABSENT_ID;
+    }
+    return v instanceof RepeatedLists.Shared shared && shared.id >= 0 ? shared.id : NOT_SHARED;
   }
 
   private CollectiveRecord template(Repeated r) {
@@ -390,12 +523,16 @@ final class EntryDecoder {
     if (known != null) {
       return known;
     }
-    CollectiveRecord.Builder b = CollectiveRecord.newBuilder().addAllInputSizes(r.inputSizes)
-        .addAllOutputSizes(r.outputSizes).addAllInputDtypes(r.inputDtypes).addAllOutputDtypes(r.outputDtypes);
+    CollectiveRecord.Builder b = CollectiveRecord.newBuilder();
+    r.inputSizes.forEach(shape -> b.addInputSizes(interner.intern(shape)));
+    r.outputSizes.forEach(shape -> b.addOutputSizes(interner.intern(shape)));
+    r.inputDtypes.forEach(dtype -> b.addInputDtypes(interner.intern(dtype)));
+    r.outputDtypes.forEach(dtype -> b.addOutputDtypes(interner.intern(dtype)));
     for (int i = 0; i < r.frameCount; i++) {
       b.addFrameIds(r.frameIds[i]);
     }
-    CollectiveRecord t = b.build();
+    // Ranks that issue the same ops hold equal templates: one for all of them, so that their records share lists.
+    CollectiveRecord t = interner.intern(b.build());
     templates.put(r.kept(), t);
     return t;
   }

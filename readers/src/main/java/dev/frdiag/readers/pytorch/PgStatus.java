@@ -8,6 +8,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * Puts PyTorch's per-group status where the wire contract wants it. pg_status counts "the last work" of either
@@ -20,21 +21,21 @@ public final class PgStatus {
 
   /** Per group (name + members), the largest collective and P2P seqs any of {@code dumps} recorded. */
   public static Map<String, long[]> seqRanges(Collection<FlightRecorderDump> dumps) {
+    return seqRanges(dumps, PgStatus::seqsByName);
+  }
+
+  /**
+   * As {@link #seqRanges(Collection)}, from each dump's {@link #seqsByName}, which a reader may have worked out as
+   * each dump arrived (its records are a dump's bulk; its groups may be completed later, so the keys are not).
+   */
+  public static Map<String, long[]> seqRanges(Collection<FlightRecorderDump> dumps,
+      Function<FlightRecorderDump, Map<String, long[]>> seqsByName) {
     Map<String, long[]> ranges = new HashMap<>();
     for (FlightRecorderDump d : dumps) {
       // By name within the dump first: a key spells out the members (thousands of characters for a world group),
       // and comparing it once per record rather than once per group was most of a large folder's cost.
-      Map<String, long[]> byName = new HashMap<>();
-      for (CollectiveRecord r : d.records()) {
-        long[] range = byName.computeIfAbsent(r.getProcessGroup(), k -> new long[] {-1, -1});
-        if (r.getIsP2P()) {
-          range[1] = Math.max(range[1], r.getP2PSeq());
-        } else {
-          range[0] = Math.max(range[0], r.getCollectiveSeq());
-        }
-      }
       Map<String, String> keys = keysOf(d);
-      byName.forEach((name, range) -> {
+      seqsByName.apply(d).forEach((name, range) -> {
         String key = keys.get(name);
         if (key != null) {
           long[] all = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
@@ -44,6 +45,26 @@ public final class PgStatus {
       });
     }
     return ranges;
+  }
+
+  /** Per group name, the largest collective and P2P seqs (-1 for none) {@code d}'s records show. */
+  public static Map<String, long[]> seqsByName(FlightRecorderDump d) {
+    Map<String, long[]> byName = new HashMap<>();
+    String lastName = null;
+    long[] range = null;
+    for (CollectiveRecord r : d.records()) {
+      // Records of one group come in runs, and a reader shares the name string between them.
+      if (r.getProcessGroup() != lastName) {
+        lastName = r.getProcessGroup();
+        range = byName.computeIfAbsent(lastName, k -> new long[] {-1, -1});
+      }
+      if (r.getIsP2P()) {
+        range[1] = Math.max(range[1], r.getP2PSeq());
+      } else {
+        range[0] = Math.max(range[0], r.getCollectiveSeq());
+      }
+    }
+    return byName;
   }
 
   /** {@code d}'s progress with the groups whose numbers are P2P seqs moved to the P2P fields. */

@@ -49,6 +49,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.List;
 
 /**
  * Decodes a pickle in one pass, checking every opcode before it acts on it: the stack is kept twice, once as the
@@ -56,7 +57,9 @@ import java.util.BitSet;
  * bigger than the file, pop an empty stack, cast to the wrong container, nor build a cycle, and whatever is wrong
  * is named with its byte offset.
  *
- * <p>Values come out as {@link PickleDict} (dicts, in file order), {@code ArrayList} (lists), {@code Object[]}
+ * <p>Values come out as {@link PickleDict} (dicts, in file order), {@code ArrayList} (lists; a list written the way
+ * PyTorch writes the lists its entries repeat comes out as a {@link RepeatedLists.Shared}, one instance for every
+ * repetition of its bytes), {@code Object[]}
  * (tuples), {@code String}, {@code Integer} (BININT*), {@code Long} or {@code BigInteger} (LONG1/LONG4),
  * {@code Double}, {@code Boolean} and null. Not thread-safe; use one per pickle.
  *
@@ -101,6 +104,14 @@ final class PickleDecoder {
   private int containers;
   /** Containers fetched from the memo: changing them afterwards could build a cycle. */
   private final BitSet shared = new BitSet();
+  /** Lists read whole from a repeated run of bytes; see {@link RepeatedLists}. */
+  private final RepeatedLists repeated = new RepeatedLists();
+  /** Containers taken from {@link #repeated}: shared with other entries, so never changed. */
+  private final BitSet whole = new BitSet();
+  /** The hash of the run {@link #repeatedRunEnd} last scanned. */
+  private int runHash;
+  /** The last dict built whose keys were all different, as it was built; see {@link #putPairs}. */
+  private PickleDict distinctKeys;
   private final CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
       .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
 
@@ -185,8 +196,30 @@ final class PickleDecoder {
           marks[markCount++] = top;
         }
         case EMPTY_DICT -> push(container(K_DICT), new PickleDict());
-        // Capacity 0, not the default 10: APPENDS then sizes it exactly, and most lists here hold one to three items.
-        case EMPTY_LIST -> push(container(K_LIST), new ArrayList<>(0));
+        case EMPTY_LIST -> {
+          RepeatedLists.Shared list = repeated.seen(data, opStart, end, PickleDecoder::endsAList);
+          if (list != null) {
+            pos = opStart + repeated.foundLength();
+          } else {
+            int runEnd = repeatedRunEnd(pos);
+            if (runEnd >= 0) {
+              list = repeated.find(data, opStart, runEnd, runHash);
+              if (list == null) {
+                list = repeated.add(data, opStart, runEnd, runHash, wholeList(opStart));
+              }
+              repeated.seen(data, opStart, runEnd, end, list);
+              pos = runEnd;
+            }
+          }
+          if (list == null) {
+            // Capacity 0, not the default 10: APPENDS then sizes it exactly, and most lists hold one to three items.
+            push(container(K_LIST), new ArrayList<>(0));
+          } else {
+            long kind = container(K_LIST);
+            whole.set((int) (kind >>> 4));
+            push(kind, list);
+          }
+        }
         case EMPTY_TUPLE -> push(K_TUPLE, new Object[0]);
         case DICT -> {
           int from = popMark();
@@ -343,7 +376,11 @@ final class PickleDecoder {
       throw new DumpProblem(TRUNCATED + opStart + " of " + end + ": " + opName(op)
           + " declares a string of " + Long.toUnsignedString(length) + " bytes but " + (end - pos) + " remain");
     }
-    int n = (int) length;
+    push(K_STR, text((int) length));
+  }
+
+  /** The UTF-8 string of the {@code n} bytes at {@link #pos}, which it moves past them. */
+  private String text(int n) {
     String text;
     if (isAscii(pos, n)) {
       // Latin-1 of ASCII bytes is the same text, and the JDK copies it without decoding.
@@ -356,7 +393,7 @@ final class PickleDecoder {
       }
     }
     pos += n;
-    push(K_STR, text);
+    return text;
   }
 
   private boolean isAscii(int from, int n) {
@@ -387,10 +424,33 @@ final class PickleDecoder {
   }
 
   private void putPairs(PickleDict dict, int from, int to) {
-    dict.reserve((to - from) / 2);
+    int pairs = (to - from) / 2;
+    if (dict.size() == 0 && sameKeys(from, pairs)) {
+      // The keys of the last such dict, none twice: every entry of a ring lists the same memo-shared key strings.
+      dict.setAll(distinctKeys, values, from, pairs);
+      return;
+    }
+    dict.reserve(pairs);
     for (int i = from; i < to; i += 2) {
       dict.put(values[i], values[i + 1]);
     }
+    if (dict.size() == pairs && pairs > 1) {
+      // No key repeated: the next dict with these very keys (the same objects, in this order) needs no lookups.
+      distinctKeys = dict;
+    }
+  }
+
+  /** Whether the keys in {@code values[from, from + 2 * pairs)} are those of {@link #distinctKeys}, by identity. */
+  private boolean sameKeys(int from, int pairs) {
+    if (distinctKeys == null || pairs != distinctKeys.size()) {
+      return false;
+    }
+    for (int i = 0; i < pairs; i++) {
+      if (values[from + 2 * i] != distinctKeys.keyAt(i)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Height of the stack at the innermost open MARK, or 0. */
@@ -447,6 +507,157 @@ final class PickleDecoder {
       throw problem("it changes " + KIND_NAMES[kind] + " that was already fetched from the memo"
           + " (self-referencing data)");
     }
+    if (whole.get((int) (target >>> 4))) {
+      throw problem("it adds to a list after the list's own APPENDS, which PyTorch's pickler never does");
+    }
+  }
+
+  /**
+   * Where the list that starts at {@code from} (just past its EMPTY_LIST) ends, when it is written the way PyTorch
+   * writes the lists its entries repeat: MARK, then only memo references, ints, None, bools, floats, short strings
+   * and nested lists of the same kind, then the APPENDS that closes it, and no more items after it. Its hash is
+   * left in {@link #runHash}. Anything else, including a run cut short by the end of the data, is -1: the generic
+   * path then reads it and names what is wrong.
+   */
+  private int repeatedRunEnd(int from) {
+    int p = from;
+    int depth = 0;
+    int h = EMPTY_LIST;
+    while (true) {
+      if (p >= end || (data[p] & 0xff) != MARK) {
+        return -1;
+      }
+      p++;
+      depth++;
+      while (true) {
+        // A stack is a run of memo references: read them four bytes at a time.
+        while (p + 5 <= end && data[p] == LONG_BINGET) {
+          h = h * 31 + ((data[p + 1] & 0xff) | (data[p + 2] & 0xff) << 8 | (data[p + 3] & 0xff) << 16
+              | data[p + 4] << 24);
+          p += 5;
+        }
+        while (p + 2 <= end && data[p] == BINGET) {
+          h = h * 31 + (data[p + 1] & 0xff) + 0x100;
+          p += 2;
+        }
+        if (p >= end) {
+          return -1;
+        }
+        int code = data[p] & 0xff;
+        int arg;
+        switch (code) {
+          case BINGET, BININT1 -> arg = 1;
+          case BININT2 -> arg = 2;
+          case LONG_BINGET, BININT -> arg = 4;
+          case BINFLOAT -> arg = 8;
+          case NONE, NEWTRUE, NEWFALSE -> arg = 0;
+          case LONG1 -> {
+            if (p + 1 >= end || (data[p + 1] & 0xff) > 8) {
+              return -1;
+            }
+            arg = 1 + (data[p + 1] & 0xff);
+          }
+          case SHORT_BINUNICODE -> {
+            if (p + 1 >= end) {
+              return -1;
+            }
+            arg = 1 + (data[p + 1] & 0xff);
+          }
+          case EMPTY_LIST -> arg = -1;
+          case APPENDS -> arg = -2;
+          default -> {
+            return -1;
+          }
+        }
+        if (arg == -1) {
+          h = h * 31 + code;
+          p++;
+          break; // a nested list: its MARK is checked by the outer loop
+        }
+        if (arg == -2) {
+          h = h * 31 + code;
+          p++;
+          if (--depth == 0) {
+            // Another batch of items for this list (APPEND, or MARK … APPENDS) would change it after the fact.
+            if (p < end && !endsAList(data[p] & 0xff)) {
+              return -1;
+            }
+            runHash = h ^ (h >>> 15) ^ (h >>> 7) * 0x9E3779B1;
+            return p;
+          }
+          continue;
+        }
+        if (end - p - 1 < arg) {
+          return -1;
+        }
+        h = h * 31 + code;
+        for (int i = 1; i <= arg; i++) {
+          h = h * 31 + data[p + i];
+        }
+        p += 1 + arg;
+      }
+    }
+  }
+
+  /** Whether opcode {@code next} may follow a whole list: anything but more items for it. */
+  private static boolean endsAList(int next) {
+    return next != MARK && next != APPEND;
+  }
+
+  /**
+   * Decodes the list whose run {@link #repeatedRunEnd} accepted, starting at its EMPTY_LIST at {@code from}, into
+   * a list that nothing will change, and leaves {@link #pos} past its APPENDS. Its values are what the generic
+   * path would give them; a memo reference to a slot never stored, or a string that is not UTF-8, fails with the
+   * generic path's message.
+   */
+  private List<Object> wholeList(int from) {
+    List<Object> items = new ArrayList<>();
+    pos = from + 2; // EMPTY_LIST, MARK
+    while (true) {
+      opStart = pos;
+      op = data[pos++] & 0xff;
+      switch (op) {
+        case BINGET -> items.add(memoValue(u8()));
+        case LONG_BINGET -> items.add(memoValue(u32()));
+        case BININT1 -> items.add(u8());
+        case BININT2 -> {
+          pos += 2;
+          items.add((data[pos - 2] & 0xff) | (data[pos - 1] & 0xff) << 8);
+        }
+        case BININT -> items.add((int) s32());
+        case LONG1 -> items.add(longValue(u8(), "LONG1"));
+        case BINFLOAT -> {
+          long bits = 0;
+          for (int i = 0; i < 8; i++) {
+            bits = bits << 8 | (data[pos + i] & 0xffL);
+          }
+          pos += 8;
+          items.add(Double.longBitsToDouble(bits));
+        }
+        case NONE -> items.add(null);
+        case NEWTRUE -> items.add(Boolean.TRUE);
+        case NEWFALSE -> items.add(Boolean.FALSE);
+        case SHORT_BINUNICODE -> items.add(text(u8()));
+        case EMPTY_LIST -> items.add(new RepeatedLists.Shared(wholeList(opStart).toArray(), -1));
+        case APPENDS -> {
+          return items;
+        }
+        default -> throw new IllegalStateException("opcode " + opName(op) + " in a run accepted as a list");
+      }
+    }
+  }
+
+  /** The value in memo slot {@code id}, as BINGET would push it. */
+  private Object memoValue(long id) {
+    if (id >= memo.length || memo[(int) id] == 0) {
+      throw problem("memo id " + id + " was never stored");
+    }
+    long value = memo[(int) id];
+    int kind = (int) (value & 0xf);
+    if (kind == K_LIST || kind == K_DICT) {
+      shared.set((int) (value >>> 4));
+    }
+    return memoValues[(int) id];
   }
 
   private void put(long id) {
@@ -464,20 +675,15 @@ final class PickleDecoder {
     }
     if (memo[slot] == 0) {
       memoSize++;
+    } else {
+      repeated.clear();
     }
     memo[slot] = stack[top - 1];
     memoValues[slot] = values[top - 1];
   }
 
   private void get(long id) {
-    if (id >= memo.length || memo[(int) id] == 0) {
-      throw problem("memo id " + id + " was never stored");
-    }
-    long value = memo[(int) id];
-    int kind = (int) (value & 0xf);
-    if (kind == K_LIST || kind == K_DICT) {
-      shared.set((int) (value >>> 4));
-    }
-    push(value, memoValues[(int) id]);
+    Object value = memoValue(id);
+    push(memo[(int) id], value);
   }
 }

@@ -30,6 +30,8 @@ final class PickleDict extends AbstractMap<Object, Object> {
   private int size;
   /** Key → position, once the dict has grown past a scan's worth of keys. */
   private HashMap<Object, Integer> index;
+  /** Whether {@link #keys}, {@link #hashes} and {@link #index} are another dict's too (see {@link #setAll}). */
+  private boolean keysShared;
 
   /** An empty dict: its arrays come with the first keys, sized for the batch that brings them. */
   PickleDict() {
@@ -45,10 +47,32 @@ final class PickleDict extends AbstractMap<Object, Object> {
     }
   }
 
+  /**
+   * Fills an empty dict with the keys of another dict that holds the same keys, none twice, and their values
+   * from {@code stack[from, from + 2 * pairs)} (keys and values alternating). The two dicts share the key arrays
+   * until one of them is given a key: a ring's entries are dicts of the same twenty keys.
+   */
+  void setAll(PickleDict sameKeys, Object[] stack, int from, int pairs) {
+    keys = sameKeys.keys;
+    hashes = sameKeys.hashes;
+    index = sameKeys.index;
+    keysShared = true;
+    sameKeys.keysShared = true;
+    values = new Object[pairs];
+    for (int i = 0; i < pairs; i++) {
+      values[i] = stack[from + 2 * i + 1];
+    }
+    size = pairs;
+  }
+
   private void grow(int capacity) {
     keys = Arrays.copyOf(keys, capacity);
     hashes = Arrays.copyOf(hashes, capacity);
     values = Arrays.copyOf(values, capacity);
+    if (keysShared) {
+      index = index == null ? null : new HashMap<>(index);
+      keysShared = false;
+    }
   }
 
   private int find(Object key) {
@@ -75,8 +99,8 @@ final class PickleDict extends AbstractMap<Object, Object> {
       values[at] = value;
       return before;
     }
-    if (size == keys.length) {
-      grow(Math.max(4, size * 2));
+    if (size == keys.length || keysShared) {
+      grow(Math.max(4, Math.max(size + 1, size * 2)));
     }
     keys[size] = key;
     hashes[size] = Objects.hashCode(key);

@@ -7,14 +7,21 @@ package dev.frdiag.readers.pytorch;
  */
 final class ValueBudget {
   private long remaining;
+  private long spent;
 
   ValueBudget(long values) {
     this.remaining = values;
   }
 
+  /** Values visited so far. */
+  long spent() {
+    return spent;
+  }
+
   /** @throws DumpProblem once more values have been visited than the budget allows */
   void spend(long values) {
     remaining -= values;
+    spent += values;
     if (remaining < 0) {
       throw new DumpProblem("the dump expands to more values than its size allows: it refers to the same"
           + " containers over and over, which PyTorch never does");

@@ -80,6 +80,41 @@ class PickleDecoderTest {
   }
 
   @Test
+  void listsWrittenWithTheSameBytesAreOneValue() {
+    // {'a': [1, 2], 'b': [1, 2]} as PyTorch writes it: each list whole, MARK … APPENDS.
+    Map<?, ?> v = decode("80027d28" + "8c0161" + "5d284b014b0265" + "8c0162" + "5d284b014b0265" + "752e");
+    assertEquals(List.of(1, 2), v.get("a"));
+    assertSame(v.get("a"), v.get("b"), "one list for every repetition of its bytes");
+  }
+
+  @Test
+  void aMemoSlotStoredAgainChangesWhatTheSameBytesMean() {
+    // {'a': [memo 0], 'b': [memo 0]}, memo 0 being 'a' and then, stored again, 'b'.
+    Map<?, ?> v = decode("80027d28" + "8c01617100" + "5d28680065" + "8c01627100" + "5d28680065" + "752e");
+    assertEquals(List.of("a"), v.get("a"));
+    assertEquals(List.of("b"), v.get("b"));
+  }
+
+  @Test
+  void aListFilledInSeveralBatchesHoldsThemAll() {
+    // Python's pickler writes long lists in batches: [1] then 2 appended in a second MARK … APPENDS.
+    byte[] pickle = HexFormat.of().parseHex("80025d284b0165284b02652e");
+    assertEquals(List.of(1, 2), PickleDecoder.decode(pickle, pickle.length).value());
+  }
+
+  @Test
+  void aRepeatedListReferringToNothingIsNamedWhereItDoes() {
+    byte[] pickle = HexFormat.of().parseHex("80025d28680565" + "2e");
+    DumpProblem p = assertThrows(DumpProblem.class, () -> PickleDecoder.decode(pickle, pickle.length));
+    assertEquals("pickle opcode BINGET at byte 4: memo id 5 was never stored", p.getMessage());
+  }
+
+  private static Map<?, ?> decode(String hex) {
+    byte[] pickle = HexFormat.of().parseHex(hex);
+    return (Map<?, ?>) PickleDecoder.decode(pickle, pickle.length).value();
+  }
+
+  @Test
   void refusesAListThatWouldContainItself() {
     // PROTO 2, EMPTY_LIST, BINPUT 0, BINGET 0, APPEND, STOP: l = []; l.append(l)
     byte[] pickle = HexFormat.of().parseHex("80025d7100680061" + "2e");

@@ -7,6 +7,7 @@ import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
+import dev.frdiag.testing.sim.Workload;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -65,6 +66,8 @@ public final class FaultyDumps {
 
   /** What goes wrong, as the dumps show it. */
   public enum Kind {
+    /** Nothing: the dumps of a healthy job taken after a step, every entry completed. */
+    NONE(Symptom.SYMPTOM_UNSPECIFIED),
     /** The faulty rank's CPU never issues the step: its ring ends at the previous step while peers wait. */
     CPU_STALL(Symptom.CPU_STALL),
     /**
@@ -108,19 +111,21 @@ public final class FaultyDumps {
   private final int stackDepth;
   private final String version;
   private final long seed;
+  private final Workload workload;
   private final HungJob job;
 
   private FaultyDumps(Builder b) {
     this.topology = b.topology;
     this.kind = b.kind;
-    this.faultyRank = kind == Kind.FABRIC ? -1 : b.faultyRank;
+    this.faultyRank = kind == Kind.FABRIC || kind == Kind.NONE ? -1 : b.faultyRank;
     this.entriesPerRank = b.entriesPerRank;
     this.timing = b.timing;
     this.onlyActive = b.onlyActive;
     this.stackDepth = b.stackDepth;
     this.version = b.version;
     this.seed = b.seed;
-    this.job = new HungJob(topology, kind, faultyRank, entriesPerRank, timing, b.timeout);
+    this.workload = b.workload;
+    this.job = new HungJob(topology, workload, kind, faultyRank, entriesPerRank, timing, b.timeout);
   }
 
   public static Builder builder() {
@@ -139,7 +144,12 @@ public final class FaultyDumps {
     return kind;
   }
 
-  /** The rank the fault was injected on; -1 for {@link Kind#FABRIC}. */
+  /** What every rank issues per step. */
+  public Workload workload() {
+    return workload;
+  }
+
+  /** The rank the fault was injected on; -1 for {@link Kind#FABRIC} and {@link Kind#NONE}. */
   public int faultyRank() {
     return faultyRank;
   }
@@ -149,7 +159,7 @@ public final class FaultyDumps {
     return job.faultStep();
   }
 
-  /** The ranks a correct diagnosis names: the faulty rank, or none for a fabric fault. */
+  /** The ranks a correct diagnosis names: the faulty rank, or none for a fabric fault or a healthy job. */
   public List<Integer> culprits() {
     return faultyRank < 0 ? List.of() : List.of(faultyRank);
   }
@@ -242,6 +252,7 @@ public final class FaultyDumps {
     private String version = DEFAULT_VERSION;
     private long seed = DEFAULT_SEED;
     private Duration timeout = DEFAULT_TIMEOUT;
+    private Workload workload = Workload.defaults();
 
     private Builder() {}
 
@@ -262,14 +273,20 @@ public final class FaultyDumps {
       return this;
     }
 
+    /** What every rank issues per step; {@link Workload#defaults()} unless given. */
+    public Builder workload(Workload workload) {
+      this.workload = Objects.requireNonNull(workload, "workload");
+      return this;
+    }
+
     /**
-     * The fault and the rank it strikes ({@code rank} is ignored for {@link Kind#FABRIC}).
+     * The fault and the rank it strikes ({@code rank} is ignored for {@link Kind#FABRIC} and {@link Kind#NONE}).
      *
      * @throws IllegalArgumentException if {@code rank} is negative for a fault that needs one
      */
     public Builder fault(Kind kind, int rank) {
       this.kind = Objects.requireNonNull(kind, "kind");
-      if (kind != Kind.FABRIC && rank < 0) {
+      if (kind != Kind.FABRIC && kind != Kind.NONE && rank < 0) {
         throw new IllegalArgumentException("a " + kind + " fault needs a rank, got " + rank);
       }
       this.faultyRank = rank;
@@ -344,7 +361,7 @@ public final class FaultyDumps {
      *     group of at least 3 ranks (with two, no majority says which rank is the odd one)
      */
     public FaultyDumps build() {
-      if (kind != Kind.FABRIC) {
+      if (kind != Kind.FABRIC && kind != Kind.NONE) {
         topology.checkRank(faultyRank);
       }
       if ((kind == Kind.SIZE_MISMATCH || kind == Kind.DTYPE_MISMATCH) && topology.dataParallel() < 3) {

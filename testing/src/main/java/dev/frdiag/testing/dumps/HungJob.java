@@ -9,6 +9,7 @@ import dev.frdiag.testing.sim.Fault;
 import dev.frdiag.testing.sim.ProcessGroupSpec;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
+import dev.frdiag.testing.sim.Workload;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -47,7 +48,8 @@ final class HungJob {
    *
    * @throws IllegalStateException if it does not hang where the fault should have stopped it
    */
-  HungJob(Topology topology, Kind kind, int faultyRank, int entriesPerRank, boolean timing, Duration timeout) {
+  HungJob(Topology topology, Workload workload, Kind kind, int faultyRank, int entriesPerRank, boolean timing,
+      Duration timeout) {
     this.entriesPerRank = entriesPerRank;
     List<ProcessGroupSpec> specs = topology.groups();
     for (int i = 0; i < specs.size(); i++) {
@@ -55,15 +57,16 @@ final class HungJob {
       members.put(specs.get(i).name(), specs.get(i).ranks());
     }
     // Enough whole steps before the fault that every ring is full and has wrapped, as a real job's has.
-    this.faultStep = entriesPerRank / recordsPerStep(topology) + 2;
+    this.faultStep = entriesPerRank / recordsPerStep(topology, workload) + 2;
     AtomicLong ticks = new AtomicLong();
-    try (RankSimulator sim = RankSimulator.builder().topology(topology)
+    try (RankSimulator sim = RankSimulator.builder().topology(topology).workload(workload)
         .fault(simulatedFault(kind, faultyRank, faultStep)).recorderCapacity(entriesPerRank)
         .collectiveTimeout(timeout).stepInterval(Duration.ZERO)
         .clock(() -> FaultyDumps.T0 + ticks.getAndIncrement() * FaultyDumps.TICK_NS).build()) {
       sim.runSteps((int) faultStep + 1);
-      if (!sim.isStalled()) {
-        throw new IllegalStateException("the simulated job did not hang at step " + faultStep + " (" + kind + ")");
+      if (sim.isStalled() == (kind == Kind.NONE)) {
+        throw new IllegalStateException(kind == Kind.NONE ? "the healthy simulated job hung"
+            : "the simulated job did not hang at step " + faultStep + " (" + kind + ")");
       }
       recorders = new FlightRecorder[topology.worldSize()];
       for (int r = 0; r < recorders.length; r++) {
@@ -130,6 +133,7 @@ final class HungJob {
 
   private static Fault simulatedFault(Kind kind, int faultyRank, long faultStep) {
     return switch (kind) {
+      case NONE -> Fault.none();
       case CPU_STALL, EMPTY_ENTRIES -> Fault.cpuStall(faultyRank, faultStep);
       case GPU_STALL -> Fault.gpuStall(faultyRank, faultStep);
       case FABRIC -> Fault.fabric(faultStep);
@@ -141,8 +145,9 @@ final class HungJob {
   }
 
   /** The fewest records any rank writes per step, from one step of a fault-free job of the same shape. */
-  private static int recordsPerStep(Topology topology) {
-    try (RankSimulator probe = RankSimulator.builder().topology(topology).recorderCapacity(1).steps(1)
+  private static int recordsPerStep(Topology topology, Workload workload) {
+    try (RankSimulator probe = RankSimulator.builder().topology(topology).workload(workload).recorderCapacity(1)
+        .steps(1)
         .stepInterval(Duration.ZERO).clock(new AtomicLong(FaultyDumps.T0)::incrementAndGet).build()) {
       probe.runSteps(1);
       long fewest = Long.MAX_VALUE;

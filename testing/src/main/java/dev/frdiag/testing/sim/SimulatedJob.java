@@ -30,6 +30,8 @@ import org.slf4j.LoggerFactory;
  */
 final class SimulatedJob {
   private static final Logger log = LoggerFactory.getLogger(SimulatedJob.class);
+  /** What PyTorch's fused path records for all_reduces issued inside {@code _coalescing_manager}. */
+  private static final String FUSED_ALL_REDUCE = "allreduce_coalesced";
 
   private final Fault fault;
   private final RankState[] ranks;
@@ -308,14 +310,21 @@ final class SimulatedJob {
       this.p2p = op.p2p();
       this.peer = op.peer();
       List<Call> calls = op.calls();
-      ops = new OpName[calls.size()];
-      inputs = new TensorList[calls.size()];
-      outputs = new TensorList[calls.size()];
-      for (int i = 0; i < calls.size(); i++) {
-        Call call = calls.get(i);
-        ops[i] = opNames.computeIfAbsent(call.op(), recorder::op);
-        inputs[i] = tensors(recorder, call.inputs());
-        outputs[i] = tensors(recorder, call.outputs());
+      if (op.fused()) {
+        // One record for every call, its sizes listing each call's tensor (they share a dtype).
+        ops = new OpName[] {opNames.computeIfAbsent(FUSED_ALL_REDUCE, recorder::op)};
+        inputs = new TensorList[] {fused(recorder, calls, true)};
+        outputs = new TensorList[] {fused(recorder, calls, false)};
+      } else {
+        ops = new OpName[calls.size()];
+        inputs = new TensorList[calls.size()];
+        outputs = new TensorList[calls.size()];
+        for (int i = 0; i < calls.size(); i++) {
+          Call call = calls.get(i);
+          ops[i] = opNames.computeIfAbsent(call.op(), recorder::op);
+          inputs[i] = tensors(recorder, call.inputs());
+          outputs[i] = tensors(recorder, call.outputs());
+        }
       }
       stack = recorder.stack(op.stack());
       mismatchTensors = mismatch ? tensors(recorder, calls.get(0).inputs().halved()) : null;
@@ -324,6 +333,17 @@ final class SimulatedJob {
 
     private static TensorList tensors(FlightRecorder recorder, Tensor tensor) {
       return recorder.tensors(tensor.shapes(), tensor.dtype());
+    }
+
+    private static TensorList fused(FlightRecorder recorder, List<Call> calls, boolean inputs) {
+      long[][] shapes = new long[calls.size()][];
+      String[] dtypes = new String[calls.size()];
+      for (int i = 0; i < shapes.length; i++) {
+        Tensor t = inputs ? calls.get(i).inputs() : calls.get(i).outputs();
+        shapes[i] = t.dims().clone();
+        dtypes[i] = t.dtype();
+      }
+      return recorder.tensors(shapes, dtypes);
     }
   }
 

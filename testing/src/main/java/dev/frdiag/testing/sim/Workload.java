@@ -3,6 +3,7 @@ package dev.frdiag.testing.sim;
 import dev.frdiag.proto.v1.Frame;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * What every rank issues in one training step, in program order:
@@ -14,23 +15,47 @@ import java.util.List;
  *       {@code recv} on the two-member pp groups (stage 0 sends then receives, the last stage receives then
  *       sends);
  *   <li>expert parallel (optional): {@code all_to_all} of the tokens on the data-parallel group;
- *   <li>gradients (optional): a coalesced group of two Float {@code all_reduce}s on the data-parallel group;
+ *   <li>gradients (optional): two Float {@code all_reduce}s on the data-parallel group inside
+ *       {@code _coalescing_manager}, recorded as PyTorch records either path (see {@link Gradients});
  *   <li>the data-parallel gradient bucket {@code all_reduce} ([hidden, hidden], Float);
  *   <li>the loss: an {@code all_reduce} of one Float on the world group "0".
  * </ol>
+ *
+ * <p>Sharded over the world (as FSDP shards a model without a replica dimension), the data-parallel ops give way to
+ * the world group's: the parameters' {@code _all_gather_base} before the forward and the gradients'
+ * {@code _reduce_scatter_base} after the backward ([hidden * hidden] across the world, Float), then the loss.
  *
  * <p>Ops on a group of one rank are left out, as Megatron does (no tp ops with tensorParallel 1).
  *
  * @param tokens tokens per micro-batch (first dimension of activations), at least 1
  * @param hidden hidden size, at least 2 so that a mismatched size can halve it
  * @param expertParallel whether to issue the expert-parallel all_to_all
- * @param coalescedGradients whether to issue the coalesced gradient all_reduces
+ * @param gradients how the coalesced gradient all_reduces are issued and recorded
+ * @param shardedOverWorld whether parameters and gradients go through the world group (FSDP-like) instead of the
+ *     data-parallel groups
  */
-public record Workload(long tokens, long hidden, boolean expertParallel, boolean coalescedGradients) {
+public record Workload(long tokens, long hidden, boolean expertParallel, Gradients gradients,
+    boolean shardedOverWorld) {
   public static final long DEFAULT_TOKENS = 4096;
   public static final long DEFAULT_HIDDEN = 4096;
   public static final boolean DEFAULT_EXPERT_PARALLEL = true;
-  public static final boolean DEFAULT_COALESCED_GRADIENTS = true;
+  public static final Gradients DEFAULT_GRADIENTS = Gradients.COALESCED_GROUP;
+
+  /**
+   * How {@code _coalescing_manager} around the gradient all_reduces shows in a rank's ring. PyTorch records the
+   * slow path (ops a fused call does not cover, as {@code ProcessGroupNCCL::startCoalescing}/{@code endCoalescing}
+   * run them) as one entry per op sharing one collective seq, then an end entry ({@code nccl:coalesced}); the fast
+   * path (all_reduce, all_gather_into_tensor and reduce_scatter_tensor since PyTorch 2.2) as one fused op,
+   * {@code nccl:allreduce_coalesced}, whose sizes list every tensor.
+   */
+  public enum Gradients {
+    /** No coalesced gradient all_reduces. */
+    NONE,
+    /** Each all_reduce recorded, then the group's end entry. */
+    COALESCED_GROUP,
+    /** One fused {@code allreduce_coalesced} entry. */
+    ALLREDUCE_COALESCED
+  }
 
   static final String ACTIVATION_DTYPE = "BFloat16";
   static final String GRADIENT_DTYPE = "Float";
@@ -45,9 +70,10 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
     if (hidden < 2) {
       throw new IllegalArgumentException("hidden must be at least 2, got " + hidden);
     }
+    Objects.requireNonNull(gradients, "gradients");
   }
 
-  /** 4096 tokens, hidden 4096, expert parallelism and coalesced gradients on. */
+  /** 4096 tokens, hidden 4096, expert parallelism on, coalesced gradients recorded as a group, not sharded. */
   public static Workload defaults() {
     return builder().build();
   }
@@ -59,8 +85,8 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
 
   /** What an op is for; faults pick their op by role. */
   enum Role {
-    TP_ALL_GATHER, TP_REDUCE_SCATTER, PP_SEND, PP_RECV, EP_ALL_TO_ALL, DP_COALESCED, DP_ALL_REDUCE,
-    WORLD_ALL_REDUCE
+    TP_ALL_GATHER, TP_REDUCE_SCATTER, PP_SEND, PP_RECV, EP_ALL_TO_ALL, DP_COALESCED, DP_ALLREDUCE_COALESCED,
+    DP_ALL_REDUCE, WORLD_ALL_GATHER, WORLD_REDUCE_SCATTER, WORLD_ALL_REDUCE
   }
 
   /** The shape and dtype of the one tensor on either side of an op. */
@@ -92,6 +118,11 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
     boolean coalesced() {
       return role == Role.DP_COALESCED;
     }
+
+    /** One recorded op for all the calls: PyTorch's fused path, whose sizes list every call's tensor. */
+    boolean fused() {
+      return role == Role.DP_ALLREDUCE_COALESCED;
+    }
   }
 
   /** The ops {@code rank} issues in every step, in program order. */
@@ -107,16 +138,25 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
       ops.add(collective(Role.TP_REDUCE_SCATTER, tpGroup, new Call("_reduce_scatter_base", gathered, shard)));
     }
     addPipeline(topology, rank, shard, ops);
-    if (topology.dataParallel() > 1) {
+    if (shardedOverWorld && topology.worldSize() > 1) {
+      long world = topology.worldSize();
+      Tensor parameterShard = new Tensor(GRADIENT_DTYPE, hidden * hidden / world);
+      Tensor parameters = new Tensor(GRADIENT_DTYPE, hidden * hidden / world * world);
+      String g = Topology.WORLD_GROUP_NAME;
+      ops.add(collective(Role.WORLD_ALL_GATHER, g, new Call("_all_gather_base", parameterShard, parameters)));
+      ops.add(collective(Role.WORLD_REDUCE_SCATTER, g, new Call("_reduce_scatter_base", parameters,
+          parameterShard)));
+    } else if (topology.dataParallel() > 1) {
       // Expert parallelism reuses the data-parallel group (see Topology#expertParallelGroupOf).
       String dp = topology.dataParallelGroupNameOf(rank);
       if (expertParallel) {
         ops.add(collective(Role.EP_ALL_TO_ALL, dp, new Call("all_to_all", shard, shard)));
       }
-      if (coalescedGradients) {
+      if (gradients != Gradients.NONE) {
         Tensor weights = new Tensor(GRADIENT_DTYPE, 4 * hidden);
         Tensor biases = new Tensor(GRADIENT_DTYPE, hidden);
-        ops.add(new StepOp(Role.DP_COALESCED, dp, -1,
+        Role role = gradients == Gradients.COALESCED_GROUP ? Role.DP_COALESCED : Role.DP_ALLREDUCE_COALESCED;
+        ops.add(new StepOp(role, dp, -1,
             List.of(new Call("all_reduce", weights, weights), new Call("all_reduce", biases, biases)),
             Stacks.of(Role.DP_COALESCED)));
       }
@@ -196,6 +236,16 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
         frame("start_grad_sync", "megatron/core/distributed/param_and_grad_buffer.py", 410),
         frame("finish_grad_sync", "megatron/core/distributed/distributed_data_parallel.py", 421),
         TRAIN_STEP);
+    private static final List<Frame> WORLD_ALL_GATHER = List.of(
+        frame("all_gather_into_tensor", "torch/distributed/distributed_c10d.py", 3759),
+        frame("_all_gather_flat_param", "torch/distributed/fsdp/_flat_param.py", 1453),
+        frame("_unshard", "torch/distributed/fsdp/_runtime_utils.py", 331),
+        FORWARD_BACKWARD, TRAIN_STEP);
+    private static final List<Frame> WORLD_REDUCE_SCATTER = List.of(
+        frame("reduce_scatter_tensor", "torch/distributed/distributed_c10d.py", 4160),
+        frame("_reduce_grad", "torch/distributed/fsdp/_runtime_utils.py", 842),
+        frame("_post_backward_hook", "torch/distributed/fsdp/_runtime_utils.py", 770),
+        FORWARD_BACKWARD, TRAIN_STEP);
     private static final List<Frame> WORLD_ALL_REDUCE = List.of(
         frame("all_reduce", "torch/distributed/distributed_c10d.py", 2806),
         frame("average_losses_across_data_parallel_group", "megatron/training/utils.py", 196),
@@ -209,8 +259,10 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
         case PP_SEND -> PP_SEND;
         case PP_RECV -> PP_RECV;
         case EP_ALL_TO_ALL -> EP_ALL_TO_ALL;
-        case DP_COALESCED -> DP_COALESCED;
+        case DP_COALESCED, DP_ALLREDUCE_COALESCED -> DP_COALESCED;
         case DP_ALL_REDUCE -> DP_ALL_REDUCE;
+        case WORLD_ALL_GATHER -> WORLD_ALL_GATHER;
+        case WORLD_REDUCE_SCATTER -> WORLD_REDUCE_SCATTER;
         case WORLD_ALL_REDUCE -> WORLD_ALL_REDUCE;
       };
     }
@@ -225,7 +277,8 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
     private long tokens = DEFAULT_TOKENS;
     private long hidden = DEFAULT_HIDDEN;
     private boolean expertParallel = DEFAULT_EXPERT_PARALLEL;
-    private boolean coalescedGradients = DEFAULT_COALESCED_GRADIENTS;
+    private Gradients gradients = DEFAULT_GRADIENTS;
+    private boolean shardedOverWorld;
 
     private Builder() {}
 
@@ -244,8 +297,20 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
       return this;
     }
 
+    /** Coalesced gradient all_reduces recorded as a group ({@link Gradients#COALESCED_GROUP}), or none. */
     public Builder coalescedGradients(boolean on) {
-      coalescedGradients = on;
+      gradients = on ? Gradients.COALESCED_GROUP : Gradients.NONE;
+      return this;
+    }
+
+    public Builder gradients(Gradients how) {
+      gradients = how;
+      return this;
+    }
+
+    /** Parameters and gradients through the world group, FSDP-like, instead of the data-parallel groups. */
+    public Builder shardedOverWorld(boolean on) {
+      shardedOverWorld = on;
       return this;
     }
 
@@ -253,7 +318,7 @@ public record Workload(long tokens, long hidden, boolean expertParallel, boolean
      * @throws IllegalArgumentException as {@link Workload#Workload} does
      */
     public Workload build() {
-      return new Workload(tokens, hidden, expertParallel, coalescedGradients);
+      return new Workload(tokens, hidden, expertParallel, gradients, shardedOverWorld);
     }
   }
 }

@@ -8,6 +8,7 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.testing.dumps.DumpWriter;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -52,6 +53,16 @@ class DumpRoundTripTest {
       for (FlightRecorderDump dump : reader.readFolder(RealDumpsTest.sample(folder), Optional.empty()).dumps()) {
         FlightRecorderDump fromJson = reader.parse(DumpWriter.toJson(dump), dump.file(), dump.rank());
         assertThat(fromJson).isEqualTo(dump);
+      }
+    }
+  }
+
+  @Test
+  void realPicklesAreWrittenAgainByteForByte() throws Exception {
+    // What the writer lays out (key order, memo, int encodings, tuples) is what PyTorch's pickler wrote.
+    for (String folder : List.of("nvrx_gpu_error_1st", "nvrx_lock_gil_1st")) {
+      for (FlightRecorderDump dump : reader.readFolder(RealDumpsTest.sample(folder), Optional.empty()).dumps()) {
+        assertThat(DumpWriter.toPickle(dump)).as("%s", dump.file()).isEqualTo(Files.readAllBytes(dump.file()));
       }
     }
   }

@@ -12,6 +12,8 @@ import dev.frdiag.testing.dumps.DumpWriter;
 import dev.frdiag.testing.dumps.DumpWriter.Encoding;
 import dev.frdiag.testing.dumps.FaultyDumps;
 import dev.frdiag.testing.dumps.FaultyDumps.Kind;
+import dev.frdiag.testing.sim.Topology;
+import dev.frdiag.testing.sim.Workload;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -289,6 +291,39 @@ class FaultyDumpsTest {
     assertThat(folder.dumps()).hasSize(RANKS - 1);
     FlightRecorderDump read = folder.dumps().stream().filter(d -> d.rank() == 10).findFirst().orElseThrow();
     assertThat(read.withFile(Path.of("_dump_10"))).isEqualTo(one.dump(10).orElseThrow());
+  }
+
+  @Test
+  void fusedGradientsAreOneAllReduceCoalescedEntryListingEveryTensor() {
+    FlightRecorderDump d = job(Kind.CPU_STALL, 9).workload(Workload.builder()
+        .gradients(Workload.Gradients.ALLREDUCE_COALESCED).build()).build().dump(4).orElseThrow();
+    List<CollectiveRecord> fused = d.records().stream().filter(r -> r.getOp().equals("allreduce_coalesced")).toList();
+    assertThat(fused).isNotEmpty().allSatisfy(r -> {
+      assertThat(r.getInputSizesList()).extracting(s -> s.getDims(0)).containsExactly(4L * 4096, 4096L);
+      assertThat(r.getInputDtypesList()).containsExactly("Float", "Float");
+    });
+    assertThat(d.records()).noneMatch(r -> r.getOp().equals("coalesced"));
+  }
+
+  @Test
+  void aHealthyJobLeavesFullRingsOfCompletedEntriesThatEveryRankNumbersAlike() {
+    // Tensor- and data-parallel only: every rank records the same ops per step, so the rings hold the same record
+    // ids, as PyTorch's own analyzer needs to line them up.
+    Topology flat = Topology.builder().worldSize(16).tensorParallel(4).pipelineStages(1).build();
+    FaultyDumps healthy = FaultyDumps.builder().topology(flat).entriesPerRank(ENTRIES).fault(Kind.NONE, -1)
+        .workload(Workload.builder().gradients(Workload.Gradients.ALLREDUCE_COALESCED).build()).build();
+    assertThat(healthy.culprits()).isEmpty();
+    assertThat(healthy.faultyRank()).isEqualTo(-1);
+    long firstId = healthy.dump(0).orElseThrow().records().get(0).getRecordId();
+    assertThat(firstId).isPositive();
+    for (int rank : healthy.ranksWithDumps()) {
+      FlightRecorderDump d = healthy.dump(rank).orElseThrow();
+      assertThat(d.records()).hasSize(ENTRIES).allSatisfy(r -> {
+        assertThat(r.getState()).isEqualTo(CollectiveState.COMPLETED);
+        assertThat(r.getRetired()).isTrue();
+      });
+      assertThat(d.records().get(0).getRecordId()).isEqualTo(firstId);
+    }
   }
 
   @Test

@@ -53,6 +53,29 @@ class WorkloadTest {
   }
 
   @Test
+  void theFusedPathIssuesBothGradientsAsOneOp() {
+    Workload fused = Workload.builder().gradients(Workload.Gradients.ALLREDUCE_COALESCED).build();
+    List<StepOp> step = fused.stepOf(topology, 2);
+    assertThat(step).extracting(StepOp::role).contains(Role.DP_ALLREDUCE_COALESCED).doesNotContain(
+        Role.DP_COALESCED);
+    StepOp gradients = step.stream().filter(StepOp::fused).findFirst().orElseThrow();
+    assertThat(gradients.coalesced()).isFalse();
+    assertThat(gradients.calls()).hasSize(2);
+  }
+
+  @Test
+  void shardedOverTheWorldTheParametersAndGradientsGoThroughTheWorldGroup() {
+    Topology tp8 = Topology.builder().worldSize(64).tensorParallel(8).pipelineStages(1).build();
+    Workload sharded = Workload.builder().shardedOverWorld(true).build();
+    List<StepOp> step = sharded.stepOf(tp8, 5);
+    assertThat(step).extracting(StepOp::role).containsExactly(Role.TP_ALL_GATHER, Role.TP_REDUCE_SCATTER,
+        Role.WORLD_ALL_GATHER, Role.WORLD_REDUCE_SCATTER, Role.WORLD_ALL_REDUCE);
+    assertThat(step).extracting(StepOp::group).containsExactly("tp0", "tp0", "0", "0", "0");
+    StepOp gather = step.get(2);
+    assertThat(gather.calls().get(0).outputs().dims()[0]).isEqualTo(gather.calls().get(0).inputs().dims()[0] * 64);
+  }
+
+  @Test
   void rejectsAHiddenSizeThatCannotBeHalved() {
     assertThatThrownBy(() -> Workload.builder().hidden(1).build())
         .isInstanceOf(IllegalArgumentException.class)
