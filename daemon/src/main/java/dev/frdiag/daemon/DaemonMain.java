@@ -65,7 +65,8 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--window", description = "Records kept in memory per rank (default ${DEFAULT-VALUE}).")
   int window = DaemonSettings.DEFAULT_WINDOW;
 
-  @Option(names = "--max-jobs", description = "Jobs tracked at once; more are refused (default ${DEFAULT-VALUE}).")
+  @Option(names = "--max-jobs", description = "Jobs tracked at once; a new one makes room by forgetting the idle "
+      + "job heard from longest ago (default ${DEFAULT-VALUE}).")
   int maxJobs = Limits.DEFAULT_MAX_JOBS;
 
   @Option(names = "--max-groups-per-rank", description = "Process groups one rank may announce "

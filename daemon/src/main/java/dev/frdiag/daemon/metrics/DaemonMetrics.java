@@ -102,6 +102,9 @@ public final class DaemonMetrics {
     GaugeWithCallback.builder().name("frdiag_rank_records_dropped").help("Records the ranks of the jobs tracked "
         + "say their rings overwrote before they were shipped").callback(cb -> cb.call(
             jobs.all().stream().mapToLong(j -> j.droppedRecords()).sum())).register(registry);
+    CounterWithCallback.builder().name("frdiag_jobs_evicted_total")
+        .help("Idle jobs forgotten to make room for new ones at the job limit (their reports stay)")
+        .callback(cb -> cb.call(jobs.evictions())).register(registry);
     CounterWithCallback.builder().name("frdiag_store_write_errors_total")
         .help("Report writes the data dir refused (disk full, read-only)")
         .callback(cb -> cb.call(store.writeErrors())).register(registry);

@@ -392,6 +392,16 @@ public final class Job {
     }
   }
 
+  /**
+   * Since when (daemon monotonic time of the last thing heard) nothing keeps the job: no rank connected, no incident
+   * open; -1 while something does.
+   */
+  public long idleSinceNanos() {
+    synchronized (lock) {
+      return idle(lastActivityNanos, Duration.ZERO) ? lastActivityNanos : -1;
+    }
+  }
+
   /** Records the ranks say their rings overwrote before shipping them, summed over the job's ranks. */
   public long droppedRecords() {
     synchronized (lock) {

@@ -9,15 +9,22 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** Every job the daemon knows, by id. Jobs are independent: nothing here holds more than one job's lock. */
 public final class JobRegistry {
+  private static final Logger log = LoggerFactory.getLogger(JobRegistry.class);
+
   // Concurrent rather than one lock: ranks of different jobs connect at once and must not wait for each other.
   private final ConcurrentHashMap<String, Job> jobs = new ConcurrentHashMap<>();
   /** Node context posted before the job's first rank connected; handed to the job when it appears. */
   private final ConcurrentHashMap<String, EarlyContext> earlyContext = new ConcurrentHashMap<>();
   private final int window;
   private final Limits limits;
+  /** Idle jobs forgotten to make room for new ones at the job limit. */
+  private final AtomicLong evictions = new AtomicLong();
 
   /** Node posts of a job nobody has connected for yet, and when the first came. */
   private record EarlyContext(NodeContexts nodes, long firstPostNanos) {}
@@ -43,18 +50,23 @@ public final class JobRegistry {
   }
 
   /**
-   * The job, created on first sight with {@code worldSize}.
+   * The job, created on first sight with {@code worldSize}. At the job limit the idle job heard from longest ago
+   * (no rank connected, no incident open) is forgotten to make room: a daemon full of jobs that ended must not
+   * lock new ones out until they expire. Its reports stay in the store.
    *
-   * @throws LimitExceededException when it is new and the daemon already tracks its maximum number of jobs
+   * @throws LimitExceededException when it is new, the daemon already tracks its maximum number of jobs and none
+   *     of them is idle
    */
   public Job getOrCreate(String jobId, int worldSize, long nowMs, long nowNanos) {
     Job known = jobs.get(jobId);
     if (known != null) {
       return known;
     }
-    if (jobs.size() >= limits.maxJobs()) {
-      throw new LimitExceededException("the daemon tracks " + jobs.size() + " jobs, its limit; job " + jobId
-          + " is refused until idle jobs expire");
+    while (jobs.size() >= limits.maxJobs()) {
+      if (!evictOldestIdle(nowNanos)) {
+        throw new LimitExceededException("the daemon tracks " + jobs.size() + " jobs, its limit, and every one "
+            + "has a rank connected or an incident open; job " + jobId + " is refused until one ends");
+      }
     }
     return jobs.computeIfAbsent(jobId, id -> {
       Job job = new Job(id, worldSize, window, limits, nowMs, nowNanos);
@@ -109,6 +121,37 @@ public final class JobRegistry {
     }
     earlyContext.entrySet().removeIf(e -> nowNanos - e.getValue().firstPostNanos() >= expiry.toNanos());
     return expired;
+  }
+
+  /**
+   * Forgets the idle job heard from longest ago; false when no job is idle. Each job's lock is taken on its own,
+   * one after the other, as everywhere in the registry.
+   */
+  private boolean evictOldestIdle(long nowNanos) {
+    Job oldest = null;
+    long oldestSince = Long.MAX_VALUE;
+    for (Job job : jobs.values()) {
+      long since = job.idleSinceNanos();
+      if (since >= 0 && since < oldestSince) {
+        oldest = job;
+        oldestSince = since;
+      }
+    }
+    if (oldest == null) {
+      return false;
+    }
+    if (jobs.remove(oldest.id(), oldest)) {
+      evictions.incrementAndGet();
+      log.info("job {}: forgotten to make room for a new job at the limit of {} jobs; it was the idle job heard "
+          + "from longest ago ({} s ago; its reports stay in the store)", oldest.id(), limits.maxJobs(),
+          Math.max(0, nowNanos - oldestSince) / 1_000_000_000L);
+    }
+    return true;
+  }
+
+  /** Idle jobs forgotten since start to make room for new ones at the job limit. */
+  public long evictions() {
+    return evictions.get();
   }
 
   public Optional<Job> find(String jobId) {

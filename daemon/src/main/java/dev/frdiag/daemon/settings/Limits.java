@@ -8,7 +8,8 @@ import java.util.Objects;
  * Bounds on everything a client can make the daemon hold, so that no peer (buggy, lost or hostile) can exhaust its
  * memory or CPU and cost other jobs their diagnosis. Build with {@link #builder()}; every value is validated.
  *
- * @param maxJobs jobs tracked at once; a Hello for a further job is refused (default 10,000)
+ * @param maxJobs jobs tracked at once; a Hello for a further job forgets the idle job heard from longest ago, and is
+ *     refused only when none is idle (default 10,000)
  * @param maxGroupsPerRank process groups one rank may announce in all (default 4,096)
  * @param maxContextBytesPerJob node context (NCCL log findings, counters) kept per job (default 64 MiB)
  * @param maxEarlyContextJobs jobs whose node context may wait for their first rank (default 1,024)

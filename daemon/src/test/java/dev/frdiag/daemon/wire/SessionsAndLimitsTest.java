@@ -14,6 +14,7 @@ import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.GetJobStatusRequest;
 import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.ListJobsRequest;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupUpdate;
 import dev.frdiag.proto.v1.RankIdentity;
@@ -171,12 +172,25 @@ class SessionsAndLimitsTest {
   }
 
   @Test
-  void jobsBeyondTheLimitAreRefused() throws Exception {
-    ManagedChannel channel = start(Limits.builder().maxJobs(1).build());
-    connected(channel, hello("first", 0, 1, 1));
-    Status status = new RankConnection(channel).send(hello("second", 0, 1, 2)).end();
-    assertThat(status.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
-    assertThat(status.getDescription()).startsWith("the daemon tracks 1 jobs, its limit; job second is refused");
+  void atTheJobLimitTheOldestIdleJobMakesRoomAndLiveJobsAreNeverEvicted() throws Exception {
+    ManagedChannel channel = start(Limits.builder().maxJobs(2).build());
+    RankConnection ended = connected(channel, hello("ended", 0, 1, 1));
+    ended.close();
+    ended.end();
+    connected(channel, hello("live", 0, 1, 2));
+    // The job whose rank left is forgotten for the new one at once, not after the hour a job takes to expire.
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+      RankConnection next = new RankConnection(channel).send(hello("new", 0, 1, 3));
+      assertThat(next.next().hasWelcome()).isTrue();
+    });
+    var jobs = DiagnosisGrpc.newBlockingStub(channel).listJobs(ListJobsRequest.getDefaultInstance()).getJobsList();
+    assertThat(jobs).extracting(j -> j.getJobId()).containsExactly("live", "new");
+    assertThat(daemon.daemon().registry().evictions()).isEqualTo(1);
+
+    Status refused = new RankConnection(channel).send(hello("fourth", 0, 1, 4)).end();
+    assertThat(refused.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(refused.getDescription()).isEqualTo("the daemon tracks 2 jobs, its limit, and every one has a rank "
+        + "connected or an incident open; job fourth is refused until one ends");
   }
 
   @Test
