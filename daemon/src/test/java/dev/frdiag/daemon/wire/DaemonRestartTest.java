@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.wire;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.collector.recorder.FlightRecorder;
@@ -9,6 +10,12 @@ import dev.frdiag.collector.recorder.ProcessGroupHandle;
 import dev.frdiag.collector.recorder.TensorList;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.daemon.Daemon;
+import dev.frdiag.daemon.InProcessDaemon;
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.report.ReportJson;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.nio.file.Files;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
@@ -87,4 +94,31 @@ class DaemonRestartTest {
       }
     }
   }
+
+  @Test
+  void aStoredReportWithANullHeadlineIsSkippedAndEveryReadOfItsJobStillWorks() throws Exception {
+    ReportStore store = new ReportStore(dataDir);
+    String good = store.nextReportId("job1");
+    store.save(ReportJson.read(STORED.formatted(good, "\"rank 1 never issued all_reduce #3 on pg 0\"")));
+    Path jobDir = dataDir.resolve("reports").resolve("job1");
+    Files.writeString(jobDir.resolve("job1-000002.json"), STORED.formatted("job1-000002", "null"));
+
+    try (InProcessDaemon restarted = new InProcessDaemon(DaemonSettings.builder().dataDir(dataDir).build())) {
+      var stub = DiagnosisGrpc.newBlockingStub(restarted.channel()).withDeadlineAfter(5, TimeUnit.SECONDS);
+      assertThat(stub.listReports(ListReportsRequest.newBuilder().setJobId("job1").build()).getReportsList())
+          .extracting(s -> s.getReportId()).containsExactly(good);
+      assertThat(stub.getReport(GetReportRequest.newBuilder().setReportId(good).build()).getSummary().getHeadline())
+          .isEqualTo("rank 1 never issued all_reduce #3 on pg 0");
+      assertThatThrownBy(() -> stub.getReport(GetReportRequest.newBuilder().setReportId("job1-000002").build()))
+          .isInstanceOfSatisfying(StatusRuntimeException.class,
+              e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND));
+    }
+  }
+
+  /** A stored report's JSON with its id and headline (a JSON value) to fill in. */
+  private static final String STORED = """
+      {"schema": "frdiag.report/v1", "report_id": "%s", "job": "job1", "verdict": "HANG",
+       "symptom": "CPU_STALL", "headline": %s, "culprit_ranks": [1], "confidence": 0.9,
+       "created_at": "2026-01-02T03:04:05Z", "trigger": "stall", "recommendation": "look at rank 1"}
+      """;
 }
