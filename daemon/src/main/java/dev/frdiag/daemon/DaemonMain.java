@@ -80,6 +80,15 @@ public final class DaemonMain implements Callable<Integer> {
       + "hold, windows and snapshots alike; a larger job keeps fewer per rank, at least 32 (default ${DEFAULT-VALUE}).")
   long maxRecordsPerJob = Limits.DEFAULT_MAX_RECORDS_PER_JOB;
 
+  @Option(names = "--max-state-bytes", description = "Heap all jobs may take with what their clients sent (ranks, "
+      + "record windows, process groups, progress, node context), in bytes; more is refused and idle jobs are "
+      + "forgotten (default " + Limits.DEFAULT_STATE_SHARE_PERCENT + "% of the heap).")
+  long maxStateBytes;
+
+  @Option(names = "--max-job-state-bytes", description = "The same for one job (default "
+      + Limits.DEFAULT_JOB_STATE_SHARE_PERCENT + "% of the heap).")
+  long maxJobStateBytes;
+
   @Option(names = "--job-idle-expiry", converter = DurationConverter.class, description = "A job with no rank "
       + "connected and no open incident is forgotten after this; its reports stay (default 1h).")
   Duration jobIdleExpiry = Limits.DEFAULT_JOB_IDLE_EXPIRY;
@@ -194,7 +203,8 @@ public final class DaemonMain implements Callable<Integer> {
         .stragglerInterval(stragglerInterval).stragglerWindow(stragglerWindow)
         .maxMessageBytes(maxMessageBytes).window(window).limits(Limits.builder().maxJobs(maxJobs)
             .maxGroupsPerRank(maxGroupsPerRank).maxContextBytesPerJob(maxContextBytes)
-            .maxRecordsPerJob(maxRecordsPerJob).jobIdleExpiry(jobIdleExpiry).maxSnapshotDeadline(maxSnapshotDeadline)
+            .maxRecordsPerJob(maxRecordsPerJob).maxStateBytes(maxStateBytes).maxJobStateBytes(maxJobStateBytes)
+            .jobIdleExpiry(jobIdleExpiry).maxSnapshotDeadline(maxSnapshotDeadline)
             .diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
             .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
             .build()).metricsPort(metricsPort).webPort(webPort)

@@ -55,11 +55,16 @@ public final class Job {
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
 
-  Job(String id, int worldSize, int window, dev.frdiag.daemon.settings.Limits limits, long nowMs, long nowNanos) {
+  /** The job's part of the daemon's state budget; given back when the job is forgotten. */
+  private final StateBudget.Share share;
+
+  Job(String id, int worldSize, int window, dev.frdiag.daemon.settings.Limits limits, StateBudget.Share share,
+      long nowMs, long nowNanos) {
     this.id = id;
-    this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank());
+    this.share = share;
+    this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank(), share);
     this.window = limits.windowFor(window, worldSize);
-    this.contexts = new NodeContexts("node context of job " + id, limits.maxContextBytesPerJob());
+    this.contexts = new NodeContexts("node context of job " + id, limits.maxContextBytesPerJob(), share);
     this.firstSeenMs = nowMs;
     this.lastActivityNanos = nowNanos;
   }
@@ -160,7 +165,8 @@ public final class Job {
       RankState r = ranks.current(rank, session);
       if (r != null) {
         heard(r, nowNanos);
-        r.heartbeat(progress, dropped, sentAtNs, recordsCurrent, nowNanos, nowMs);
+        ranks.charged(r, StateBudget.State.PROGRESS, r.progressGrowth(progress),
+            () -> r.heartbeat(progress, dropped, sentAtNs, recordsCurrent, nowNanos, nowMs));
       }
     }
   }
@@ -206,7 +212,7 @@ public final class Job {
       RankState r = ranks.current(rank, session);
       if (r != null) {
         heard(r, nowNanos);
-        r.event(event);
+        ranks.charged(r, StateBudget.State.RANKS, StateBytes.message(event), () -> r.event(event));
       }
     }
   }
@@ -400,6 +406,16 @@ public final class Job {
     synchronized (lock) {
       return idle(lastActivityNanos, Duration.ZERO) ? lastActivityNanos : -1;
     }
+  }
+
+  /** Gives back the bytes the job holds to the daemon's budget: it is forgotten. */
+  void release() {
+    share.close();
+  }
+
+  /** The bytes of client state the job holds, as {@link StateBudget} counts them. */
+  public long stateBytes() {
+    return share.used();
   }
 
   /** Records the ranks say their rings overwrote before shipping them, summed over the job's ranks. */

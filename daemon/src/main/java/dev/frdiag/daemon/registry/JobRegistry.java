@@ -23,8 +23,12 @@ public final class JobRegistry {
   private final ConcurrentHashMap<String, EarlyContext> earlyContext = new ConcurrentHashMap<>();
   private final int window;
   private final Limits limits;
-  /** Idle jobs forgotten to make room for new ones at the job limit. */
+  /** Idle jobs forgotten to make room for new ones at the job limit, or for the state of others. */
   private final AtomicLong evictions = new AtomicLong();
+  /** The bytes of what clients made the daemon hold, each job's and the daemon's. */
+  private final StateBudget budget;
+  /** All node context waiting for jobs not seen yet: together no more than one job's context. */
+  private final StateBudget.Share earlyShare;
 
   /** Node posts of a job nobody has connected for yet, and when the first came. */
   private record EarlyContext(NodeContexts nodes, long firstPostNanos) {}
@@ -42,6 +46,9 @@ public final class JobRegistry {
     }
     this.window = window;
     this.limits = limits;
+    this.budget = new StateBudget(limits.maxStateBytes());
+    this.earlyShare = budget.share("the node context waiting for jobs no rank has connected for",
+        limits.maxContextBytesPerJob(), "--max-context-bytes");
   }
 
   /** The job, created on first sight with {@code worldSize}. */
@@ -63,23 +70,46 @@ public final class JobRegistry {
       return known;
     }
     while (jobs.size() >= limits.maxJobs()) {
-      if (!evictOldestIdle(nowNanos)) {
+      if (!evictOldestIdle(nowNanos, "at the limit of " + limits.maxJobs() + " jobs")) {
         throw new LimitExceededException("the daemon tracks " + jobs.size() + " jobs, its limit, and every one "
             + "has a rank connected or an incident open; job " + jobId + " is refused until one ends");
       }
     }
+    relieve(nowNanos);
     return jobs.computeIfAbsent(jobId, id -> {
-      Job job = new Job(id, worldSize, window, limits, nowMs, nowNanos);
+      Job job = new Job(id, worldSize, window, limits, budget.share("job " + id, limits.maxJobStateBytes(),
+          "--max-job-state-bytes"), nowMs,
+          nowNanos);
       EarlyContext early = earlyContext.remove(id);
       if (early != null) {
         List<NodeContext> posted;
         synchronized (early) {
           posted = early.nodes().all();
+          early.nodes().release();
         }
-        posted.forEach(n -> job.context(n, nowNanos));
+        for (NodeContext n : posted) {
+          try {
+            job.context(n, nowNanos);
+          } catch (LimitExceededException e) {
+            log.warn("job {}: node context of {} posted before its first rank is dropped: {}", id, n.getHostname(),
+                e.getMessage());
+          }
+        }
       }
       return job;
     });
+  }
+
+  /**
+   * Forgets idle jobs, heard from longest ago first, while the daemon holds more than nine tenths of its state
+   * limit: what jobs that ended hold must not cost a running job its ranks' messages.
+   */
+  private void relieve(long nowNanos) {
+    while (budget.used() > budget.max() / 10 * 9
+        && evictOldestIdle(nowNanos, "as the daemon holds " + budget.used() + " bytes of client state, more than "
+            + "nine tenths of its limit of " + budget.max())) {
+      // One job at a time, the oldest first.
+    }
   }
 
   /**
@@ -96,11 +126,13 @@ public final class JobRegistry {
     EarlyContext early = earlyContext.get(node.getJobId());
     if (early == null) {
       if (earlyContext.size() >= limits.maxEarlyContextJobs()) {
+        budget.countRefusal(StateBudget.State.CONTEXT, StateBudget.Scope.DAEMON);
         throw new LimitExceededException("node context is already waiting for " + earlyContext.size()
             + " jobs that no rank has connected for; context for job " + node.getJobId() + " is refused");
       }
       early = earlyContext.computeIfAbsent(node.getJobId(), j -> new EarlyContext(
-          new NodeContexts("node context waiting for job " + j, limits.maxContextBytesPerJob()), nowNanos));
+          new NodeContexts("node context waiting for job " + j, limits.maxContextBytesPerJob(), earlyShare),
+          nowNanos));
     }
     synchronized (early) {
       early.nodes().put(node);
@@ -116,10 +148,20 @@ public final class JobRegistry {
     List<String> expired = new ArrayList<>();
     for (Job job : jobs.values()) {
       if (job.idle(nowNanos, expiry) && jobs.remove(job.id(), job)) {
+        job.release();
         expired.add(job.id());
       }
     }
-    earlyContext.entrySet().removeIf(e -> nowNanos - e.getValue().firstPostNanos() >= expiry.toNanos());
+    earlyContext.entrySet().removeIf(e -> {
+      if (nowNanos - e.getValue().firstPostNanos() < expiry.toNanos()) {
+        return false;
+      }
+      synchronized (e.getValue()) {
+        e.getValue().nodes().release();
+      }
+      return true;
+    });
+    relieve(nowNanos);
     return expired;
   }
 
@@ -127,7 +169,7 @@ public final class JobRegistry {
    * Forgets the idle job heard from longest ago; false when no job is idle. Each job's lock is taken on its own,
    * one after the other, as everywhere in the registry.
    */
-  private boolean evictOldestIdle(long nowNanos) {
+  private boolean evictOldestIdle(long nowNanos, String why) {
     Job oldest = null;
     long oldestSince = Long.MAX_VALUE;
     for (Job job : jobs.values()) {
@@ -141,15 +183,20 @@ public final class JobRegistry {
       return false;
     }
     if (jobs.remove(oldest.id(), oldest)) {
+      oldest.release();
       evictions.incrementAndGet();
-      log.info("job {}: forgotten to make room for a new job at the limit of {} jobs; it was the idle job heard "
-          + "from longest ago ({} s ago; its reports stay in the store)", oldest.id(), limits.maxJobs(),
-          Math.max(0, nowNanos - oldestSince) / 1_000_000_000L);
+      log.info("job {}: forgotten {}; it was the idle job heard from longest ago ({} s ago; its reports stay in the "
+          + "store)", oldest.id(), why, Math.max(0, nowNanos - oldestSince) / 1_000_000_000L);
     }
     return true;
   }
 
-  /** Idle jobs forgotten since start to make room for new ones at the job limit. */
+  /** The bytes of what clients made the daemon hold, and the refusals of more. */
+  public StateBudget budget() {
+    return budget;
+  }
+
+  /** Idle jobs forgotten since start to make room for new ones at the job limit, or for the state of others. */
   public long evictions() {
     return evictions.get();
   }

@@ -41,7 +41,7 @@ class JobTest {
 
   /** Ranks 0 and 1, each a member of {@code groups}. */
   private static Job twoRanks(ProcessGroup... groups) {
-    Job job = new Job("j", 2, 16, Limits.defaults(), 0, 0);
+    Job job = job(2, 16, Limits.defaults());
     for (int r = 0; r < 2; r++) {
       job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
           List.of(groups), request -> { }, "s" + r, 0, 0, 0);
@@ -69,6 +69,13 @@ class JobTest {
     for (int r = 0; r < 2; r++) {
       job.heartbeat(r, "s" + r, List.of(progress(enqueued, completed)), 0, 0, false, seconds * S, 0);
     }
+  }
+
+  /** Job "j", created at time 0, as the registry creates it with these limits. */
+  static Job job(int worldSize, int window, Limits limits) {
+    return new Job("j", worldSize, window, limits,
+        new StateBudget(limits.maxStateBytes()).share("job j", limits.maxJobStateBytes(),
+            "--max-job-state-bytes"), 0, 0);
   }
 
   @Test
@@ -237,7 +244,7 @@ class JobTest {
 
   @Test
   void nodeContextBeyondTheJobsByteLimitIsRefusedAndTheEarlierContextKept() {
-    Job job = new Job("j", 2, 16, dev.frdiag.daemon.settings.Limits.builder().maxContextBytesPerJob(64 * 1024).build(), 0, 0);
+    Job job = job(2, 16, Limits.builder().maxContextBytesPerJob(64 * 1024).build());
     dev.frdiag.proto.v1.NodeContext small = dev.frdiag.proto.v1.NodeContext.newBuilder().setJobId("j")
         .setHostname("a").build();
     job.context(small, 0);
@@ -250,7 +257,7 @@ class JobTest {
   @Test
   void aJobTooLargeForTheRecordBudgetKeepsFewerRecordsPerRankButNeverFewerThanTheFloor() {
     Limits budget = Limits.builder().maxRecordsPerJob(64).build();
-    Job job = new Job("j", 4, 512, budget, 0, 0);
+    Job job = job(4, 512, budget);
     assertThat(job.window()).as("64 records over 4 ranks is 16, under the floor").isEqualTo(Limits.MIN_WINDOW);
     ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).addRanks(2).addRanks(3)
         .setGlobalRankStride(1).build();

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.InProcessDaemon;
+import dev.frdiag.daemon.registry.StateBudget;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
@@ -260,7 +261,8 @@ class SessionsAndLimitsTest {
     }
     Status status = slow.closed.get(5, TimeUnit.SECONDS);
     assertThat(status.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
-    assertThat(status.getDescription()).startsWith("this watcher fell 2 reports behind and was cut off");
+    assertThat(status.getDescription()).startsWith("this watcher fell 2 reports behind (").endsWith(
+        " bytes) and was cut off; reconnect and read faster");
     assertThat(slow.received).isEmpty();
 
     var nextCall = channel.newCall(DiagnosisGrpc.getWatchIncidentsMethod(), io.grpc.CallOptions.DEFAULT);
@@ -272,6 +274,30 @@ class SessionsAndLimitsTest {
       assertThat(next.received).isNotEmpty();
     });
     nextCall.cancel("done", null);
+  }
+
+  @Test
+  void aWatcherThatStopsReadingIsCutOffByTheBytesOfItsReportsToo() throws Exception {
+    ManagedChannel channel = start(Limits.builder().watcherBacklog(10_000).watcherBacklogBytes(64 * 1024)
+        .diagnoseInterval(Duration.ZERO).build());
+    RankConnection rank = connected(channel, hello("job", 0, 1, 1));
+    var slowCall = channel.newCall(DiagnosisGrpc.getWatchIncidentsMethod(), io.grpc.CallOptions.DEFAULT);
+    Watched slow = Watched.start(slowCall, 0);
+
+    for (int i = 0; i < 500 && !slow.closed.isDone(); i++) {
+      CompletableFuture<ReportEnvelope> report = diagnoseNow(channel, "job", 10_000);
+      answer(rank, rank.next().getDumpRequest());
+      report.get(20, TimeUnit.SECONDS);
+    }
+    Status status = slow.closed.get(5, TimeUnit.SECONDS);
+    assertThat(status.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(status.getDescription()).matches("this watcher fell \\d+ reports behind \\((\\d+) bytes\\) and was "
+        + "cut off; reconnect and read faster");
+    long behind = Long.parseLong(status.getDescription().replaceAll(".*\\((\\d+) bytes\\).*", "$1"));
+    assertThat(behind).as("cut off by the bytes, with dozens of reports to go before the count")
+        .isBetween(32 * 1024L, 64 * 1024L);
+    assertThat(daemon.daemon().registry().budget().refusals().get(StateBudget.State.WATCHERS))
+        .containsEntry(StateBudget.Scope.WATCHER, 1L);
   }
 
   /** A raw WatchIncidents call whose reads are counted out by hand. */
