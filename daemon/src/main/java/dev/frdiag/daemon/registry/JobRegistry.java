@@ -2,6 +2,7 @@ package dev.frdiag.daemon.registry;
 
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.NodeContext;
+import dev.frdiag.proto.v1.RankIdentity;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -101,6 +102,25 @@ public final class JobRegistry {
   }
 
   /**
+   * A job whose ranks {@code connected} were connected when the daemon stopped: tracked again at once, and not
+   * judged until they are back or {@code untilNanos} has passed ({@link Job#expectBack}). Left out, with a warning,
+   * past the job limit.
+   */
+  public void restore(String jobId, int worldSize, List<RankIdentity> connected, long nowMs, long nowNanos,
+      long untilNanos) {
+    Job job;
+    try {
+      job = getOrCreate(jobId, worldSize, nowMs, nowNanos);
+    } catch (LimitExceededException e) {
+      log.warn("job {}: its ranks connected before the restart are not waited for: {}", jobId, e.getMessage());
+      return;
+    }
+    job.expectBack(connected, untilNanos);
+    log.info("job {}: waiting up to {} s for its {} ranks connected before the restart to come back before judging"
+        + " it", jobId, Math.max(0, untilNanos - nowNanos) / 1_000_000_000L, connected.size());
+  }
+
+  /**
    * Forgets idle jobs, heard from longest ago first, while the daemon holds more than nine tenths of its state
    * limit: what jobs that ended hold must not cost a running job its ranks' messages.
    */
@@ -173,7 +193,7 @@ public final class JobRegistry {
     Job oldest = null;
     long oldestSince = Long.MAX_VALUE;
     for (Job job : jobs.values()) {
-      long since = job.idleSinceNanos();
+      long since = job.idleSinceNanos(nowNanos);
       if (since >= 0 && since < oldestSince) {
         oldest = job;
         oldestSince = since;

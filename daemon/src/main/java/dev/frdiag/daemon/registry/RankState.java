@@ -70,6 +70,11 @@ final class RankState {
   private boolean lossReported;
   /** An event arrived that no incident has looked at yet. */
   private boolean unhandledEvent;
+  /**
+   * Connected before the daemon restarted and not back yet: neither alive nor lost until it comes back or the time
+   * it had for that has passed ({@link Job#awaitingReturn}).
+   */
+  private boolean awaited;
   /** What it holds, as {@link StateBudget} counts it ({@link StateBytes}); the parts below are within it. */
   private long bytes = StateBytes.RANK;
   private long progressBytes;
@@ -96,6 +101,7 @@ final class RankState {
     this.identity = identity;
     this.link = link;
     this.session = session;
+    awaited = false;
     liveness = Liveness.ALIVE;
     silent = false;
     lossReported = false;
@@ -105,6 +111,38 @@ final class RankState {
     clearFrames();
     recordsCurrent = false;
     windowCurrentAtNs = 0;
+  }
+
+  /**
+   * The rank was connected, as {@code identity} says, when the daemon stopped: it is expected back on a new stream,
+   * and until then counts as neither alive nor lost.
+   */
+  void awaitReturn(RankIdentity identity) {
+    bytes += StateBytes.message(identity) - (this.identity == null ? 0 : StateBytes.message(this.identity));
+    this.identity = identity;
+    liveness = Liveness.UNKNOWN;
+    awaited = true;
+  }
+
+  /** Connected before the daemon restarted, and not back yet. */
+  boolean awaited() {
+    return awaited;
+  }
+
+  /**
+   * It did not come back in the time it had after the daemon restarted ({@code ended} false): lost as a rank that
+   * went silent is, its process perhaps alive but unheard. Or its whole job ended while the daemon was away
+   * ({@code ended}): finished.
+   */
+  void notBack(boolean ended, long nowNanos) {
+    awaited = false;
+    if (ended) {
+      liveness = Liveness.FINISHED;
+    } else {
+      liveness = Liveness.LOST;
+      silent = true;
+      lostAtNanos = nowNanos;
+    }
   }
 
   /** Heard from on its stream: a silent rank that speaks again was slow, not dead. */

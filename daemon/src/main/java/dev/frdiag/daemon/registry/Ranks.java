@@ -201,6 +201,70 @@ final class Ranks {
     return sharedGroups.containsKey(group);
   }
 
+  /**
+   * A rank that was connected, as {@code identity} says, when the daemon stopped: expected back.
+   *
+   * @throws LimitExceededException when the job or the daemon cannot hold one more rank
+   */
+  void expect(RankIdentity identity) {
+    if (byRank.containsKey(identity.getGlobalRank())) {
+      return;
+    }
+    long growth = StateBytes.RANK + StateBytes.message(identity);
+    share.reserve(StateBudget.State.RANKS, growth);
+    RankState r = new RankState();
+    r.awaitReturn(identity);
+    byRank.put(identity.getGlobalRank(), r);
+    share.add(r.bytes() - growth);
+  }
+
+  /** The ranks expected back after a restart that have not come back yet. */
+  List<Integer> awaited() {
+    List<Integer> out = new ArrayList<>();
+    byRank.forEach((rank, r) -> {
+      if (r.awaited()) {
+        out.add(rank);
+      }
+    });
+    return out;
+  }
+
+  /** Whether any rank connected since the daemon started (the ranks expected back are the only others). */
+  boolean anyConnectedSinceStart() {
+    return byRank.values().stream().anyMatch(r -> !r.awaited() && !r.session().isEmpty());
+  }
+
+  /** Every rank still expected back did not come back in its time; see {@link RankState#notBack}. */
+  void notBack(boolean ended, long nowNanos) {
+    byRank.values().stream().filter(RankState::awaited).forEach(r -> r.notBack(ended, nowNanos));
+  }
+
+  /**
+   * The ranks connected now, and those still expected back, as they said who they are: what a restarted daemon
+   * should expect back. Sorted by rank.
+   */
+  List<RankIdentity> connected() {
+    List<RankIdentity> out = new ArrayList<>();
+    byRank.values().forEach(r -> {
+      if (r.live() || r.awaited()) {
+        out.add(r.identity());
+      }
+    });
+    return out;
+  }
+
+  /** A digest of {@link #connected}, cheap to compare from one look to the next. */
+  long connectedDigest() {
+    long digest = worldSize;
+    for (Map.Entry<Integer, RankState> e : byRank.entrySet()) {
+      RankState r = e.getValue();
+      if (r.live() || r.awaited()) {
+        digest = digest * 31 + e.getKey() * 1_000_003L + r.identity().getPid();
+      }
+    }
+    return digest;
+  }
+
   /** The rank's state; null when it never connected. */
   RankState get(int rank) {
     return byRank.get(rank);

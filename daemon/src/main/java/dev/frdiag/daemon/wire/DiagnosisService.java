@@ -144,8 +144,11 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     diagnosis.whenComplete((report, error) -> {
       if (error != null) {
         Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-        out.onError((cause instanceof ReportNotStoredException ? Status.RESOURCE_EXHAUSTED.withDescription(
-            cause.getMessage()) : Status.INTERNAL.withDescription("diagnosis failed: " + cause)).asRuntimeException());
+        // Refused once it could start (after waiting for ranks to come back), or the disk refusing it: the same
+        // answer as a refusal at once.
+        out.onError((cause instanceof ReportNotStoredException || cause instanceof LimitExceededException
+            ? Status.RESOURCE_EXHAUSTED.withDescription(cause.getMessage())
+            : Status.INTERNAL.withDescription("diagnosis failed: " + cause)).asRuntimeException());
       } else {
         out.onNext(envelope(report));
         out.onCompleted();

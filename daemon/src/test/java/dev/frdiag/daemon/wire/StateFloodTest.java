@@ -361,5 +361,4 @@ class StateFloodTest {
       ended.complete(Status.OK);
     }
   }
-
 }
