@@ -53,8 +53,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class Daemon implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Daemon.class);
-  /** Enough rehearsals of an incident for the JIT to compile its hot paths (about 4 s of CPU, once). */
-  static final int WARMUP_ROUNDS = 200;
   /** How often reports the disk refused are tried again. */
   static final java.time.Duration STORE_RETRY = java.time.Duration.ofSeconds(5);
   /** How often the rosters of connected ranks are brought up to date on disk. */
@@ -262,11 +260,13 @@ public final class Daemon implements AutoCloseable {
           TimeUnit.MILLISECONDS);
       health.setStatus("", HealthCheckResponse.ServingStatus.SERVING);
       // Compile the analysis before the first incident needs it; low priority work on an idle executor.
-      analysisExecutor.execute(() -> {
-        long t0 = System.nanoTime();
-        IncidentWarmup.run(WARMUP_ROUNDS);
-        log.info("incident path compiled ahead (rehearsed for {} ms)", (System.nanoTime() - t0) / 1_000_000);
-      });
+      if (settings.warmUpRounds() > 0) {
+        analysisExecutor.execute(() -> {
+          long t0 = System.nanoTime();
+          IncidentWarmup.run(settings.warmUpRounds());
+          log.info("incident path compiled ahead (rehearsed for {} ms)", (System.nanoTime() - t0) / 1_000_000);
+        });
+      }
       started = true;
     }
     String where = address == null ? server.getListenSockets().toString() : settings.bindAddress() + ":" + port();
