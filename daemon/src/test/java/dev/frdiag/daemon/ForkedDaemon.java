@@ -88,6 +88,11 @@ public final class ForkedDaemon implements AutoCloseable {
     return process.isAlive();
   }
 
+  /** Whether it exits by itself within {@code time}; waits that long while it runs. */
+  public boolean exitsWithin(java.time.Duration time) throws InterruptedException {
+    return process.waitFor(time.toNanos(), TimeUnit.NANOSECONDS);
+  }
+
   /** Everything it wrote so far. */
   public String output() {
     return output.toString();
