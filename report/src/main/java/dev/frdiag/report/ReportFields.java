@@ -1,5 +1,6 @@
 package dev.frdiag.report;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.RecordComponent;
@@ -14,12 +15,12 @@ import java.util.Set;
  * later is checked without being listed here.
  */
 final class ReportFields {
-  /** The fields a report may leave null, by their path with list indexes left out. */
-  private static final Set<String> MAY_BE_NULL = Set.of(
-      // A report with no stuck operation (no hang, a log-only verdict) names no collective.
-      "collective",
-      // Only network verdicts carry the picture of the hosts involved.
-      "fabric");
+  /**
+   * The fields a report may leave null, by their path with list indexes left out, besides those its JSON leaves out
+   * when null ({@code @JsonInclude(NON_NULL)}: {@code fabric}, {@code lateness}): a report with no stuck operation
+   * (no hang, a log-only verdict) names no collective, and says so.
+   */
+  private static final Set<String> MAY_BE_NULL = Set.of("collective");
   /** Nesting deeper than any report has: a document built to exhaust the stack is refused, not followed. */
   private static final int MAX_DEPTH = 32;
   private static final PropertyNamingStrategies.NamingBase JSON_NAMES =
@@ -32,12 +33,12 @@ final class ReportFields {
    *     ({@code "culprits[0].host"})
    */
   static void check(Report report) {
-    value(report, "", "", 0);
+    value(report, "", "", false, 0);
   }
 
-  private static void value(Object value, String path, String shape, int depth) {
+  private static void value(Object value, String path, String shape, boolean optional, int depth) {
     if (value == null) {
-      if (!MAY_BE_NULL.contains(shape)) {
+      if (!optional && !MAY_BE_NULL.contains(shape)) {
         throw new IllegalArgumentException("not a frdiag report: field " + path + " is missing or null");
       }
       return;
@@ -48,17 +49,18 @@ final class ReportFields {
     if (value instanceof Record r) {
       for (RecordComponent c : r.getClass().getRecordComponents()) {
         String name = JSON_NAMES.translate(c.getName());
+        JsonInclude include = c.getAccessor().getAnnotation(JsonInclude.class);
         value(read(r, c), path.isEmpty() ? name : path + "." + name, shape.isEmpty() ? name : shape + "." + name,
-            depth + 1);
+            include != null && include.value() == JsonInclude.Include.NON_NULL, depth + 1);
       }
     } else if (value instanceof List<?> list) {
       for (int i = 0; i < list.size(); i++) {
-        value(list.get(i), path + "[" + i + "]", shape, depth + 1);
+        value(list.get(i), path + "[" + i + "]", shape, false, depth + 1);
       }
     } else if (value instanceof Map<?, ?> map) {
       for (Map.Entry<?, ?> e : map.entrySet()) {
-        value(e.getKey(), path + " key", shape + " key", depth + 1);
-        value(e.getValue(), path + "." + e.getKey(), shape + ".*", depth + 1);
+        value(e.getKey(), path + " key", shape + " key", false, depth + 1);
+        value(e.getValue(), path + "." + e.getKey(), shape + ".*", false, depth + 1);
       }
     }
   }

@@ -48,8 +48,8 @@ public final class ReportJson {
   }
 
   /**
-   * Parses a report and checks that every field its readers rely on is there (only {@code collective} and
-   * {@code fabric} may be null).
+   * Parses a report and checks that every field its readers rely on is there (only {@code collective} may be null,
+   * and the fields the JSON leaves out when null: {@code fabric}, {@code lateness}).
    *
    * @throws IllegalArgumentException naming what is wrong, and the field, when the text is not a whole
    *     frdiag.report/v1 document
