@@ -116,7 +116,7 @@ public final class Daemon implements AutoCloseable {
     // that long counts as lost: no verdict on their job until then (DIAGNOSIS.md §3, "After a restart").
     long now = System.nanoTime();
     for (RankRosters.Roster r : rosters.load()) {
-      registry.restore(r.job(), r.worldSize(), r.ranks(), System.currentTimeMillis(), now,
+      registry.restore(r.job(), r.worldSize(), r.ranks(), r.writers(), System.currentTimeMillis(), now,
           now + settings.heartbeatTimeout().toNanos());
     }
     this.rosterKeeper = new ScheduledThreadPoolExecutor(1, daemonThreads("frdiag-rosters"));
@@ -335,7 +335,7 @@ public final class Daemon implements AutoCloseable {
         digests.put(job.id(), job.connectedDigest());
       }
       rosters.keep(digests, id -> registry.find(id).map(j -> new RankRosters.Roster(id, j.worldSize(),
-          j.connected())).orElse(null));
+          j.connected(), j.writers())).orElse(null));
     } catch (RuntimeException e) {
       // The next look writes what this one could not.
       log.warn("keeping the rank rosters failed: {}", e.toString());

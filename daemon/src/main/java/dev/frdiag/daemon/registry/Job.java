@@ -338,12 +338,15 @@ public final class Job {
   }
 
   /**
-   * The ranks that were connected, as {@code identities} say, when the daemon stopped: the job is not judged
+   * The ranks that were connected, as {@code identities} say, when the daemon stopped, and the writers the job was
+   * bound to ({@link #admitWriter}): the job is not judged
    * (DIAGNOSIS.md §3, "After a restart") until they are back or {@code untilNanos} has passed. A rank that cannot be
    * held (the job's or the daemon's state limit) is left out.
    */
-  public void expectBack(List<RankIdentity> identities, long untilNanos) {
+  public void expectBack(List<RankIdentity> identities, java.util.Collection<String> writers, long untilNanos) {
     synchronized (lock) {
+      // Bound as it was: whoever reaches the restarted daemon first must not take the job from its ranks.
+      this.writers.addAll(writers);
       for (RankIdentity identity : identities) {
         try {
           ranks.expect(identity);
@@ -401,10 +404,17 @@ public final class Job {
     }
   }
 
-  /** A digest of {@link #connected} and the world size, to tell cheaply whether either changed. */
+  /** A digest of {@link #connected}, the world size and the job's writers, to tell cheaply whether any changed. */
   public long connectedDigest() {
     synchronized (lock) {
-      return ranks.connectedDigest();
+      return ranks.connectedDigest() * 31 + writers.hashCode();
+    }
+  }
+
+  /** The writers the job is bound to ({@link #admitWriter}), sorted. */
+  public List<String> writers() {
+    synchronized (lock) {
+      return writers.stream().sorted().toList();
     }
   }
 

@@ -102,12 +102,13 @@ public final class JobRegistry {
   }
 
   /**
-   * A job whose ranks {@code connected} were connected when the daemon stopped: tracked again at once, and not
+   * A job whose ranks {@code connected} were connected when the daemon stopped, bound to {@code writers}: tracked
+   * again at once, and not
    * judged until they are back or {@code untilNanos} has passed ({@link Job#expectBack}). Left out, with a warning,
    * past the job limit.
    */
-  public void restore(String jobId, int worldSize, List<RankIdentity> connected, long nowMs, long nowNanos,
-      long untilNanos) {
+  public void restore(String jobId, int worldSize, List<RankIdentity> connected, List<String> writers, long nowMs,
+      long nowNanos, long untilNanos) {
     Job job;
     try {
       job = getOrCreate(jobId, worldSize, nowMs, nowNanos);
@@ -115,7 +116,7 @@ public final class JobRegistry {
       log.warn("job {}: its ranks connected before the restart are not waited for: {}", jobId, e.getMessage());
       return;
     }
-    job.expectBack(connected, untilNanos);
+    job.expectBack(connected, writers, untilNanos);
     log.info("job {}: waiting up to {} s for its {} ranks connected before the restart to come back before judging"
         + " it", jobId, Math.max(0, untilNanos - nowNanos) / 1_000_000_000L, connected.size());
   }

@@ -34,10 +34,14 @@ public final class RankRosters {
   static final long MAX_ROSTER_BYTES = 64L * 1024 * 1024;
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** One job's ranks connected when its roster was written. */
-  public record Roster(String job, int worldSize, List<RankIdentity> ranks) {
+  /**
+   * One job's ranks connected when its roster was written, and the writers it was bound to (as the access layer
+   * names them: a principal, or a host address without an access file).
+   */
+  public record Roster(String job, int worldSize, List<RankIdentity> ranks, List<String> writers) {
     public Roster {
       ranks = List.copyOf(ranks);
+      writers = List.copyOf(writers);
     }
   }
 
@@ -122,7 +126,14 @@ public final class RankRosters {
       ranks.add(RankIdentity.newBuilder().setJobId(job).setGlobalRank(rank).setWorldSize(worldSize)
           .setHostname(host).setPid(pid).build());
     }
-    return new Roster(job, worldSize, ranks);
+    List<String> writers = new ArrayList<>();
+    for (JsonNode w : root.path("writers")) {
+      if (!w.isTextual() || w.asText().isEmpty() || w.asText().length() > 1024) {
+        throw new IllegalArgumentException("writer " + w + " is not a name of 1-1024 characters");
+      }
+      writers.add(w.asText());
+    }
+    return new Roster(job, worldSize, ranks, writers);
   }
 
   /**
@@ -165,6 +176,8 @@ public final class RankRosters {
   private static String write(Roster r) {
     ObjectNode root = JSON.createObjectNode().put("schema", SCHEMA).put("job", r.job())
         .put("world_size", r.worldSize());
+    ArrayNode writers = root.putArray("writers");
+    r.writers().forEach(writers::add);
     ArrayNode ranks = root.putArray("ranks");
     for (RankIdentity id : r.ranks()) {
       ranks.addArray().add(id.getGlobalRank()).add(id.getHostname()).add(id.getPid());

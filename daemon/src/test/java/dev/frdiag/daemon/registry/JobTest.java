@@ -95,7 +95,7 @@ class JobTest {
     Job job = job(2, 16, Limits.defaults());
     job.expectBack(List.of(RankIdentity.newBuilder().setJobId("j").setGlobalRank(0).setWorldSize(2).setPid(0)
         .setHostname("node0").build(), RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2)
-        .setPid(1).setHostname("node1").build()), 15 * S);
+        .setPid(1).setHostname("node1").build()), List.of("agents"), 15 * S);
     return job;
   }
 
@@ -138,6 +138,13 @@ class JobTest {
           assertThat(e.liveness()).as("unheard, perhaps alive: not taken for dead").isEqualTo(Liveness.UNKNOWN);
           assertThat(e.identity().getHostname()).isEqualTo("node1");
         });
+  }
+
+  @Test
+  void afterARestartTheJobIsStillBoundToItsWritersWhileItsRanksAreAway() {
+    Job job = restartedWithTwoRanks();
+    assertThat(job.admitWriter("someone-else")).as("the first to reach the restarted daemon").isFalse();
+    assertThat(job.admitWriter("agents")).isTrue();
   }
 
   @Test

@@ -23,7 +23,8 @@ class RankRostersTest {
 
   private static RankRosters.Roster roster(String job, int worldSize, int... ranks) {
     return new RankRosters.Roster(job, worldSize,
-        java.util.Arrays.stream(ranks).mapToObj(r -> rank(job, r, worldSize)).toList());
+        java.util.Arrays.stream(ranks).mapToObj(r -> rank(job, r, worldSize)).toList(),
+        List.of("127.0.0.1", "agents-" + job));
   }
 
   @Test
