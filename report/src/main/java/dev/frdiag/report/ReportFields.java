@@ -21,6 +21,8 @@ final class ReportFields {
    * (no hang, a log-only verdict) names no collective, and says so.
    */
   private static final Set<String> MAY_BE_NULL = Set.of("collective");
+  /** The lists whose elements may be null: a straggler's lateness in a time bucket where it joined no collective. */
+  private static final Set<String> MAY_HOLD_NULL = Set.of("lateness.ranks.late_by_bucket_ns");
   /** Nesting deeper than any report has: a document built to exhaust the stack is refused, not followed. */
   private static final int MAX_DEPTH = 32;
   private static final PropertyNamingStrategies.NamingBase JSON_NAMES =
@@ -55,7 +57,7 @@ final class ReportFields {
       }
     } else if (value instanceof List<?> list) {
       for (int i = 0; i < list.size(); i++) {
-        value(list.get(i), path + "[" + i + "]", shape, false, depth + 1);
+        value(list.get(i), path + "[" + i + "]", shape, MAY_HOLD_NULL.contains(shape), depth + 1);
       }
     } else if (value instanceof Map<?, ?> map) {
       for (Map.Entry<?, ?> e : map.entrySet()) {
