@@ -45,7 +45,7 @@ final class JobIndex {
         GroupKey key = keys.computeIfAbsent(GroupKey.of(g), k -> k);
         keyOf.put(listed, key);
         if (byKey.putIfAbsent(key, g) == null) {
-          sortedMembers.put(key, g.getRanksList().stream().sorted().toList());
+          sortedMembers.put(key, GroupMembers.of(g));
         }
       }
     }

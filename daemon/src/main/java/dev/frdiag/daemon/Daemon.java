@@ -13,7 +13,9 @@ import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.metrics.MetricsServer;
 import dev.frdiag.daemon.ports.ConnectionGate;
 import dev.frdiag.daemon.ports.GrpcListener;
+import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.store.RankRosters;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.IncidentWarmup;
 import dev.frdiag.daemon.watchdog.Investigator;
@@ -36,6 +38,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -49,16 +53,19 @@ import org.slf4j.LoggerFactory;
  */
 public final class Daemon implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Daemon.class);
-  /** Enough rehearsals of an incident for the JIT to compile its hot paths (about 4 s of CPU, once). */
-  static final int WARMUP_ROUNDS = 200;
   /** How often reports the disk refused are tried again. */
   static final java.time.Duration STORE_RETRY = java.time.Duration.ofSeconds(5);
+  /** How often the rosters of connected ranks are brought up to date on disk. */
+  static final java.time.Duration ROSTER_INTERVAL = java.time.Duration.ofSeconds(1);
   /** The first wait before an alert is sent again; it doubles with each retry. */
   static final java.time.Duration ALERT_BACKOFF = java.time.Duration.ofSeconds(1);
 
   private final DaemonSettings settings;
   private final JobRegistry registry;
   private final ReportStore store;
+  /** Which ranks each job had connected, on disk for the next start; kept by {@link #rosterKeeper}. */
+  private final RankRosters rosters;
+  private final ScheduledThreadPoolExecutor rosterKeeper;
   private final Investigator investigator;
   private final Watchdog watchdog;
   private final ExecutorService analysisExecutor;
@@ -104,6 +111,15 @@ public final class Daemon implements AutoCloseable {
     this.registry = new JobRegistry(settings.window(), settings.limits());
     this.store = new ReportStore(settings.dataDir(), ReportStore::writeDurably, settings.limits().retention(),
         java.time.Clock.systemUTC());
+    this.rosters = new RankRosters(settings.dataDir(), ReportStore::writeDurably);
+    // The ranks connected when the daemon stopped have until the heartbeat timeout to come back, as a rank silent
+    // that long counts as lost: no verdict on their job until then (DIAGNOSIS.md §3, "After a restart").
+    long now = System.nanoTime();
+    for (RankRosters.Roster r : rosters.load()) {
+      registry.restore(r.job(), r.worldSize(), r.ranks(), r.writers(), System.currentTimeMillis(), now,
+          now + settings.heartbeatTimeout().toNanos());
+    }
+    this.rosterKeeper = new ScheduledThreadPoolExecutor(1, daemonThreads("frdiag-rosters"));
     this.analysisExecutor = Executors.newFixedThreadPool(2, daemonThreads("frdiag-analysis"));
     ScheduledThreadPoolExecutor scheduler = new ScheduledThreadPoolExecutor(1, daemonThreads("frdiag-watchdog"));
     // Snapshot deadlines are cancelled when a gather ends early; drop them from the queue at once.
@@ -240,13 +256,17 @@ public final class Daemon implements AutoCloseable {
         throw e;
       }
       watchdog.start();
+      rosterKeeper.scheduleWithFixedDelay(this::keepRosters, ROSTER_INTERVAL.toMillis(), ROSTER_INTERVAL.toMillis(),
+          TimeUnit.MILLISECONDS);
       health.setStatus("", HealthCheckResponse.ServingStatus.SERVING);
       // Compile the analysis before the first incident needs it; low priority work on an idle executor.
-      analysisExecutor.execute(() -> {
-        long t0 = System.nanoTime();
-        IncidentWarmup.run(WARMUP_ROUNDS);
-        log.info("incident path compiled ahead (rehearsed for {} ms)", (System.nanoTime() - t0) / 1_000_000);
-      });
+      if (settings.warmUpRounds() > 0) {
+        analysisExecutor.execute(() -> {
+          long t0 = System.nanoTime();
+          IncidentWarmup.run(settings.warmUpRounds());
+          log.info("incident path compiled ahead (rehearsed for {} ms)", (System.nanoTime() - t0) / 1_000_000);
+        });
+      }
       started = true;
     }
     String where = address == null ? server.getListenSockets().toString() : settings.bindAddress() + ":" + port();
@@ -307,6 +327,21 @@ public final class Daemon implements AutoCloseable {
     return warnings;
   }
 
+  /** Writes the roster of each job whose connected ranks changed, on the roster keeper's thread or at close. */
+  private void keepRosters() {
+    try {
+      Map<String, Long> digests = new HashMap<>();
+      for (Job job : registry.all()) {
+        digests.put(job.id(), job.connectedDigest());
+      }
+      rosters.keep(digests, id -> registry.find(id).map(j -> new RankRosters.Roster(id, j.worldSize(),
+          j.connected(), j.writers())).orElse(null));
+    } catch (RuntimeException e) {
+      // The next look writes what this one could not.
+      log.warn("keeping the rank rosters failed: {}", e.toString());
+    }
+  }
+
   /** The Prometheus endpoint's port; -1 when metrics are not served. */
   public int metricsPort() {
     return metricsServer == null ? -1 : metricsServer.port();
@@ -349,6 +384,15 @@ public final class Daemon implements AutoCloseable {
     }
     health.enterTerminalState();
     watchdog.close();
+    // While the ranks are still connected: the next start expects them back.
+    rosterKeeper.shutdown();
+    try {
+      if (rosterKeeper.awaitTermination(5, TimeUnit.SECONDS)) {
+        keepRosters();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     if (metricsServer != null) {
       metricsServer.close();
     }

@@ -65,7 +65,8 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--window", description = "Records kept in memory per rank (default ${DEFAULT-VALUE}).")
   int window = DaemonSettings.DEFAULT_WINDOW;
 
-  @Option(names = "--max-jobs", description = "Jobs tracked at once; more are refused (default ${DEFAULT-VALUE}).")
+  @Option(names = "--max-jobs", description = "Jobs tracked at once; a new one makes room by forgetting the idle "
+      + "job heard from longest ago (default ${DEFAULT-VALUE}).")
   int maxJobs = Limits.DEFAULT_MAX_JOBS;
 
   @Option(names = "--max-groups-per-rank", description = "Process groups one rank may announce "
@@ -78,6 +79,15 @@ public final class DaemonMain implements Callable<Integer> {
   @Option(names = "--max-records-per-job", description = "Collective records one job's ranks may make the daemon "
       + "hold, windows and snapshots alike; a larger job keeps fewer per rank, at least 32 (default ${DEFAULT-VALUE}).")
   long maxRecordsPerJob = Limits.DEFAULT_MAX_RECORDS_PER_JOB;
+
+  @Option(names = "--max-state-bytes", description = "Heap all jobs may take with what their clients sent (ranks, "
+      + "record windows, process groups, progress, node context), in bytes; more is refused and idle jobs are "
+      + "forgotten (default " + Limits.DEFAULT_STATE_SHARE_PERCENT + "% of the heap).")
+  long maxStateBytes;
+
+  @Option(names = "--max-job-state-bytes", description = "The same for one job (default "
+      + Limits.DEFAULT_JOB_STATE_SHARE_PERCENT + "% of the heap).")
+  long maxJobStateBytes;
 
   @Option(names = "--job-idle-expiry", converter = DurationConverter.class, description = "A job with no rank "
       + "connected and no open incident is forgotten after this; its reports stay (default 1h).")
@@ -162,6 +172,10 @@ public final class DaemonMain implements Callable<Integer> {
       + "link is alerted on, each distinct job adding up to 1 (default ${DEFAULT-VALUE}).")
   double fleetAlertScore = FleetSettings.DEFAULT_ALERT_SCORE;
 
+  @Option(names = "--warm-up-rounds", description = "Incidents rehearsed at start so that the first real one finds "
+      + "its analysis compiled, some 4 s of one core; 0 for none (default ${DEFAULT-VALUE}).")
+  int warmUpRounds = DaemonSettings.DEFAULT_WARM_UP_ROUNDS;
+
   @Option(names = LogFormat.OPTION, paramLabel = "text|json", description = "Log lines as key=value text or "
       + "one JSON object per line (default ${DEFAULT-VALUE}).")
   String logFormat = "text";
@@ -193,10 +207,12 @@ public final class DaemonMain implements Callable<Integer> {
         .stragglerInterval(stragglerInterval).stragglerWindow(stragglerWindow)
         .maxMessageBytes(maxMessageBytes).window(window).limits(Limits.builder().maxJobs(maxJobs)
             .maxGroupsPerRank(maxGroupsPerRank).maxContextBytesPerJob(maxContextBytes)
-            .maxRecordsPerJob(maxRecordsPerJob).jobIdleExpiry(jobIdleExpiry).maxSnapshotDeadline(maxSnapshotDeadline)
+            .maxRecordsPerJob(maxRecordsPerJob).maxStateBytes(maxStateBytes).maxJobStateBytes(maxJobStateBytes)
+            .jobIdleExpiry(jobIdleExpiry).maxSnapshotDeadline(maxSnapshotDeadline)
             .diagnoseInterval(diagnoseInterval).maxWatchers(maxWatchers)
             .retention(new Retention(keepReports, keepReportsFor == null ? Duration.ZERO : keepReportsFor))
             .build()).metricsPort(metricsPort).webPort(webPort)
+        .warmUpRounds(warmUpRounds)
         .security(new Security(tlsCert, tlsKey, tlsClientCa, accessFile, insecure, openAccess, openMetrics))
         .connections(Connections.builder().headerTimeout(headerTimeout).idleTimeout(idleTimeout)
             .maxPerClient(maxConnectionsPerClient).build())

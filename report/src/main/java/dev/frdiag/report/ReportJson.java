@@ -48,9 +48,11 @@ public final class ReportJson {
   }
 
   /**
-   * Parses a report.
+   * Parses a report and checks that every field its readers rely on is there (only {@code collective} may be null,
+   * and the fields the JSON leaves out when null: {@code fabric}, {@code lateness}).
    *
-   * @throws IllegalArgumentException naming what is wrong when the text is not a frdiag.report/v1 document
+   * @throws IllegalArgumentException naming what is wrong, and the field, when the text is not a whole
+   *     frdiag.report/v1 document
    */
   public static Report read(String json) {
     Report report;
@@ -63,10 +65,14 @@ public final class ReportJson {
     } catch (JsonProcessingException e) {
       throw new IllegalArgumentException("not a frdiag report: " + e.getOriginalMessage(), e);
     }
+    if (report == null) {
+      throw new IllegalArgumentException("not a frdiag report: the document is null");
+    }
     if (!Report.SCHEMA.equals(report.schema())) {
       throw new IllegalArgumentException("unsupported report schema '" + report.schema() + "', expected "
           + Report.SCHEMA);
     }
+    ReportFields.check(report);
     return report;
   }
 

@@ -1,7 +1,14 @@
 package dev.frdiag.report;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
@@ -16,6 +23,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -94,6 +102,91 @@ class ReportJsonTest {
         "\"created_at\" : \"yesterday\"");
     assertThatThrownBy(() -> ReportJson.read(json)).isInstanceOf(IllegalArgumentException.class)
         .hasMessage("not a frdiag report: 'yesterday' is not an ISO-8601 instant (field created_at)");
+  }
+
+  @Test
+  void refusesAStoredReportWithANullHeadlineNamingTheField() throws IOException {
+    String json = golden().replaceFirst("\"headline\" : \"[^\"]*\"", "\"headline\" : null");
+    assertThatThrownBy(() -> ReportJson.read(json)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("not a frdiag report: field headline is missing or null");
+  }
+
+  @Test
+  void refusesANullElementDeepInsideNamingWhere() throws IOException {
+    String json = golden().replace("\"detail\" : \"Rank 4 reported watchdog timeout\"", "\"detail\" : null");
+    assertThatThrownBy(() -> ReportJson.read(json)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("not a frdiag report: field evidence[3].detail is missing or null");
+  }
+
+  /**
+   * Every field of a report that uses every field, made null or left out in turn: the report is either refused
+   * with an IllegalArgumentException when read, or read into one that every reader can use (written back,
+   * rendered as text, Markdown and HTML). A report that reads but then fails its readers is what made every read
+   * of a job fail.
+   */
+  @Test
+  void aReportMissingAnyOneFieldIsRefusedOrReadableEverywhere() throws IOException {
+    JsonNode whole = JSON.readTree(golden());
+    List<String> paths = new ArrayList<>();
+    fieldsOf(whole, "", paths);
+    assertThat(paths).hasSizeGreaterThan(100);
+    int readable = 0;
+    for (String path : paths) {
+      for (boolean leftOut : new boolean[] {false, true}) {
+        JsonNode copy = whole.deepCopy();
+        damage(copy, path, leftOut);
+        Report report;
+        try {
+          report = ReportJson.read(JSON.writeValueAsString(copy));
+        } catch (IllegalArgumentException refused) {
+          continue;
+        }
+        readable++;
+        assertThatCode(() -> {
+          ReportJson.write(report);
+          ReportText.plain(report);
+          ReportText.markdown(report);
+          ReportHtml.page(report);
+        }).as("%s %s", path, leftOut ? "left out" : "null").doesNotThrowAnyException();
+      }
+    }
+    assertThat(readable).as("collective and fabric may be null or left out").isGreaterThanOrEqualTo(2);
+  }
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** The path of every field and list element under {@code node}: "culprits/0/host". */
+  private static void fieldsOf(JsonNode node, String path, List<String> out) {
+    if (node.isObject()) {
+      node.fieldNames().forEachRemaining(name -> {
+        out.add(path + "/" + name);
+        fieldsOf(node.get(name), path + "/" + name, out);
+      });
+    } else if (node.isArray()) {
+      for (int i = 0; i < node.size(); i++) {
+        out.add(path + "/" + i);
+        fieldsOf(node.get(i), path + "/" + i, out);
+      }
+    }
+  }
+
+  private static void damage(JsonNode root, String path, boolean leftOut) {
+    int cut = path.lastIndexOf('/');
+    JsonNode parent = root.at(path.substring(0, cut));
+    String last = path.substring(cut + 1);
+    if (parent instanceof ObjectNode o) {
+      if (leftOut) {
+        o.remove(last);
+      } else {
+        o.putNull(last);
+      }
+    } else if (parent instanceof ArrayNode a) {
+      if (leftOut) {
+        a.remove(Integer.parseInt(last));
+      } else {
+        a.set(Integer.parseInt(last), NullNode.getInstance());
+      }
+    }
   }
 
   @Test

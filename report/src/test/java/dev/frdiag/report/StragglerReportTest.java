@@ -46,6 +46,15 @@ class StragglerReportTest {
   }
 
   @Test
+  void aBucketInWhichARankJoinedNoCollectiveReadsBackAsNone() {
+    String json = ReportJson.write(slow()).replaceFirst("(\"late_by_bucket_ns\" : \\[ )-?\\d+", "$1null");
+
+    assertThat(json).contains("\"late_by_bucket_ns\" : [ null");
+    assertThat(ReportJson.read(json).lateness().ranks()).anySatisfy(r -> assertThat(r.lateByBucketNs()).contains(
+        (Long) null));
+  }
+
+  @Test
   void theTextListsTheCulpritsFiguresFirst() {
     String text = ReportText.plain(slow());
 

@@ -102,6 +102,17 @@ public final class DaemonMetrics {
     GaugeWithCallback.builder().name("frdiag_rank_records_dropped").help("Records the ranks of the jobs tracked "
         + "say their rings overwrote before they were shipped").callback(cb -> cb.call(
             jobs.all().stream().mapToLong(j -> j.droppedRecords()).sum())).register(registry);
+    CounterWithCallback.builder().name("frdiag_state_refused_total")
+        .help("What clients sent that the daemon refused to hold, by state (groups, context, ranks, progress, "
+            + "watchers) and the limit it passed (job, daemon, watcher)")
+        .labelNames("state", "scope").callback(cb -> jobs.budget().refusals().forEach((state, byScope) ->
+            byScope.forEach((scope, n) -> cb.call(n, state.label(), scope.label())))).register(registry);
+    GaugeWithCallback.builder().name("frdiag_state_bytes")
+        .help("Bytes of heap the jobs' clients made the daemon hold, as estimated against --max-state-bytes")
+        .callback(cb -> cb.call(jobs.budget().used())).register(registry);
+    CounterWithCallback.builder().name("frdiag_jobs_evicted_total")
+        .help("Idle jobs forgotten to make room for new ones, at the job limit or the state limit (their reports stay)")
+        .callback(cb -> cb.call(jobs.evictions())).register(registry);
     CounterWithCallback.builder().name("frdiag_store_write_errors_total")
         .help("Report writes the data dir refused (disk full, read-only)")
         .callback(cb -> cb.call(store.writeErrors())).register(registry);

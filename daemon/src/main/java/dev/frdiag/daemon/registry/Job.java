@@ -28,6 +28,8 @@ import java.util.function.IntFunction;
  * {@link Incident}. Thread-safe: every method holds the job's own lock, so jobs never block each other.
  */
 public final class Job {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Job.class);
+
   private final String id;
   private final int window;
   private final Object lock = new Object();
@@ -55,11 +57,22 @@ public final class Job {
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
 
-  Job(String id, int worldSize, int window, dev.frdiag.daemon.settings.Limits limits, long nowMs, long nowNanos) {
+  /**
+   * Until when (daemon monotonic time) the ranks connected before the daemon restarted may come back before the job
+   * is judged without them; 0 when none is expected.
+   */
+  @GuardedBy("lock")
+  private long awaitUntilNanos;
+  /** The job's part of the daemon's state budget; given back when the job is forgotten. */
+  private final StateBudget.Share share;
+
+  Job(String id, int worldSize, int window, dev.frdiag.daemon.settings.Limits limits, StateBudget.Share share,
+      long nowMs, long nowNanos) {
     this.id = id;
-    this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank());
+    this.share = share;
+    this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank(), share);
     this.window = limits.windowFor(window, worldSize);
-    this.contexts = new NodeContexts("node context of job " + id, limits.maxContextBytesPerJob());
+    this.contexts = new NodeContexts("node context of job " + id, limits.maxContextBytesPerJob(), share);
     this.firstSeenMs = nowMs;
     this.lastActivityNanos = nowNanos;
   }
@@ -160,7 +173,8 @@ public final class Job {
       RankState r = ranks.current(rank, session);
       if (r != null) {
         heard(r, nowNanos);
-        r.heartbeat(progress, dropped, sentAtNs, recordsCurrent, nowNanos, nowMs);
+        ranks.charged(r, StateBudget.State.PROGRESS, r.progressGrowth(progress),
+            () -> r.heartbeat(progress, dropped, sentAtNs, recordsCurrent, nowNanos, nowMs));
       }
     }
   }
@@ -206,7 +220,7 @@ public final class Job {
       RankState r = ranks.current(rank, session);
       if (r != null) {
         heard(r, nowNanos);
-        r.event(event);
+        ranks.charged(r, StateBudget.State.RANKS, StateBytes.message(event), () -> r.event(event));
       }
     }
   }
@@ -316,7 +330,98 @@ public final class Job {
   public Report.Trigger incidentTrigger(long nowNanos, long intakeLagNanos, Duration stallTimeout,
       Duration heartbeatTimeout, Duration lostGrace) {
     synchronized (lock) {
+      if (awaiting(nowNanos)) {
+        return null;
+      }
       return incident.trigger(ranks.all(), nowNanos, intakeLagNanos, stallTimeout, heartbeatTimeout, lostGrace);
+    }
+  }
+
+  /**
+   * The ranks that were connected, as {@code identities} say, when the daemon stopped, and the writers the job was
+   * bound to ({@link #admitWriter}): the job is not judged
+   * (DIAGNOSIS.md §3, "After a restart") until they are back or {@code untilNanos} has passed. A rank that cannot be
+   * held (the job's or the daemon's state limit) is left out.
+   */
+  public void expectBack(List<RankIdentity> identities, java.util.Collection<String> writers, long untilNanos) {
+    synchronized (lock) {
+      // Bound as it was: whoever reaches the restarted daemon first must not take the job from its ranks.
+      this.writers.addAll(writers);
+      for (RankIdentity identity : identities) {
+        try {
+          ranks.expect(identity);
+        } catch (LimitExceededException e) {
+          log.warn("job {}: rank {} connected before the restart is not expected back: {}", id,
+              identity.getGlobalRank(), e.getMessage());
+        }
+      }
+      awaitUntilNanos = ranks.awaited().isEmpty() ? 0 : untilNanos;
+    }
+  }
+
+  /**
+   * Whether ranks connected before the daemon restarted are still expected back at {@code nowNanos}: no verdict is
+   * made on the job until they are. Once their time has passed, those not back are lost (or, when none came back at
+   * all, the job ended while the daemon was away and they finished).
+   */
+  public boolean awaitingReturn(long nowNanos) {
+    synchronized (lock) {
+      return awaiting(nowNanos);
+    }
+  }
+
+  @GuardedBy("lock")
+  private boolean awaiting(long nowNanos) {
+    if (awaitUntilNanos == 0) {
+      return false;
+    }
+    List<Integer> missing = ranks.awaited();
+    if (missing.isEmpty()) {
+      awaitUntilNanos = 0;
+      log.info("job {}: every rank connected before the restart is back", id);
+      return false;
+    }
+    if (nowNanos - awaitUntilNanos < 0) {
+      return true;
+    }
+    boolean ended = !ranks.anyConnectedSinceStart();
+    ranks.notBack(ended, nowNanos);
+    awaitUntilNanos = 0;
+    if (ended) {
+      log.info("job {}: none of its {} ranks connected before the restart came back; it ended while the daemon was "
+          + "away", id, missing.size());
+    } else {
+      log.warn("job {}: ranks {} connected before the restart did not come back in time; taken for lost", id,
+          dev.frdiag.analysis.Ranks.compact(missing));
+    }
+    return false;
+  }
+
+  /** The ranks connected now and those expected back, as they said who they are; sorted by rank. */
+  public List<RankIdentity> connected() {
+    synchronized (lock) {
+      return ranks.connected();
+    }
+  }
+
+  /** A digest of {@link #connected}, the world size and the job's writers, to tell cheaply whether any changed. */
+  public long connectedDigest() {
+    synchronized (lock) {
+      return ranks.connectedDigest() * 31 + writers.hashCode();
+    }
+  }
+
+  /** The writers the job is bound to ({@link #admitWriter}), sorted. */
+  public List<String> writers() {
+    synchronized (lock) {
+      return writers.stream().sorted().toList();
+    }
+  }
+
+  /** The job's world size, as its ranks last said. */
+  public int worldSize() {
+    synchronized (lock) {
+      return ranks.worldSize();
     }
   }
 
@@ -387,9 +492,29 @@ public final class Job {
    */
   public boolean idle(long nowNanos, Duration expiry) {
     synchronized (lock) {
-      return !incident.isOpen() && ranks.all().stream().noneMatch(RankState::live)
+      return !incident.isOpen() && ranks.all().stream().noneMatch(RankState::live) && !awaiting(nowNanos)
           && nowNanos - lastActivityNanos >= expiry.toNanos();
     }
+  }
+
+  /**
+   * Since when (daemon monotonic time of the last thing heard) nothing keeps the job: no rank connected, no incident
+   * open; -1 while something does.
+   */
+  public long idleSinceNanos(long nowNanos) {
+    synchronized (lock) {
+      return idle(nowNanos, Duration.ZERO) ? lastActivityNanos : -1;
+    }
+  }
+
+  /** Gives back the bytes the job holds to the daemon's budget: it is forgotten. */
+  void release() {
+    share.close();
+  }
+
+  /** The bytes of client state the job holds, as {@link StateBudget} counts them. */
+  public long stateBytes() {
+    return share.used();
   }
 
   /** Records the ranks say their rings overwrote before shipping them, summed over the job's ranks. */

@@ -70,6 +70,15 @@ final class RankState {
   private boolean lossReported;
   /** An event arrived that no incident has looked at yet. */
   private boolean unhandledEvent;
+  /**
+   * Connected before the daemon restarted and not back yet: neither alive nor lost until it comes back or the time
+   * it had for that has passed ({@link Job#awaitingReturn}).
+   */
+  private boolean awaited;
+  /** What it holds, as {@link StateBudget} counts it ({@link StateBytes}); the parts below are within it. */
+  private long bytes = StateBytes.RANK;
+  private long progressBytes;
+  private long framesBytes;
 
   /**
    * The rank (re)connected on {@code session}. A new process for it (another pid, the job restarted it) leaves its old
@@ -82,13 +91,17 @@ final class RankState {
         window.clear();
       }
       progress.clear();
+      bytes -= progressBytes;
+      progressBytes = 0;
       lastAdvanceNanos.clear();
       lastAdvanceSentNs.clear();
       latestSentNs = 0;
     }
+    bytes += StateBytes.message(identity) - (this.identity == null ? 0 : StateBytes.message(this.identity));
     this.identity = identity;
     this.link = link;
     this.session = session;
+    awaited = false;
     liveness = Liveness.ALIVE;
     silent = false;
     lossReported = false;
@@ -98,6 +111,38 @@ final class RankState {
     clearFrames();
     recordsCurrent = false;
     windowCurrentAtNs = 0;
+  }
+
+  /**
+   * The rank was connected, as {@code identity} says, when the daemon stopped: it is expected back on a new stream,
+   * and until then counts as neither alive nor lost.
+   */
+  void awaitReturn(RankIdentity identity) {
+    bytes += StateBytes.message(identity) - (this.identity == null ? 0 : StateBytes.message(this.identity));
+    this.identity = identity;
+    liveness = Liveness.UNKNOWN;
+    awaited = true;
+  }
+
+  /** Connected before the daemon restarted, and not back yet. */
+  boolean awaited() {
+    return awaited;
+  }
+
+  /**
+   * It did not come back in the time it had after the daemon restarted ({@code ended} false): lost as a rank that
+   * went silent is, its process perhaps alive but unheard. Or its whole job ended while the daemon was away
+   * ({@code ended}): finished.
+   */
+  void notBack(boolean ended, long nowNanos) {
+    awaited = false;
+    if (ended) {
+      liveness = Liveness.FINISHED;
+    } else {
+      liveness = Liveness.LOST;
+      silent = true;
+      lostAtNanos = nowNanos;
+    }
   }
 
   /** Heard from on its stream: a silent rank that speaks again was slow, not dead. */
@@ -130,6 +175,11 @@ final class RankState {
         continue;
       }
       ProcessGroupProgress before = this.progress.put(p.getProcessGroup(), p);
+      if (before == null) {
+        long entry = StateBytes.progress(p.getProcessGroup());
+        progressBytes += entry;
+        bytes += entry;
+      }
       // The group's quiet time runs from its last advance, or from when it went from idle to having work (an op
       // issued after an idle spell is not stuck for the time the group sat idle; DIAGNOSIS.md §3).
       if (before == null || p.getLastCompletedSeq() > before.getLastCompletedSeq()
@@ -151,16 +201,57 @@ final class RankState {
    */
   void records(List<CollectiveRecord> records, IntFunction<CollectiveRecord> templates, List<InternedFrame> frames,
       RecordInterner interner, int capacity) {
-    if (window == null) {
+    if (window == null && !records.isEmpty()) {
       window = new RankWindow(capacity);
+      bytes += capacity * StateBytes.WINDOW_SLOT;
     }
     for (CollectiveRecord rec : records) {
       // A record that carries its own group and op is its own shared part, its strings and lists the job's.
       window.put(rec, rec.getTemplateId() != 0 ? templates.apply(rec.getTemplateId()) : interner.intern(rec));
     }
     for (InternedFrame f : frames) {
-      putFrame(f.getId(), interner.frame(f.getFrame()));
+      long cost = frameCost(f, interner);
+      putFrame(f.getId(), interner.frame(f.getFrame()), cost);
     }
+  }
+
+  /** The bytes {@link #records} would add for its window: all of it, on the rank's first records. */
+  long windowGrowth(int records, int capacity) {
+    return window == null && records > 0 ? capacity * StateBytes.WINDOW_SLOT : 0;
+  }
+
+  /** The bytes {@link #records} would add at most for the frames it does not hold yet. */
+  long framesGrowth(List<InternedFrame> frames, RecordInterner interner) {
+    long growth = 0;
+    for (InternedFrame f : frames) {
+      if (!this.frames.containsKey(f.getId())) {
+        growth += frameCost(f, interner);
+      }
+    }
+    return growth;
+  }
+
+  /** A new frame id's entry, and its frame's own bytes unless the job already holds an equal one. */
+  private static long frameCost(InternedFrame f, RecordInterner interner) {
+    return StateBytes.FRAME_ENTRY + (interner.knowsFrame(f.getFrame()) ? 0 : StateBytes.message(f.getFrame()));
+  }
+
+  /** The bytes {@link #heartbeat} would add at most: an entry for each announced group it has no progress of. */
+  long progressGrowth(List<ProcessGroupProgress> progress) {
+    long growth = 0;
+    java.util.Set<String> counted = null;
+    for (ProcessGroupProgress p : progress) {
+      String group = p.getProcessGroup();
+      if (groups.containsKey(group) && !this.progress.containsKey(group)) {
+        if (counted == null) {
+          counted = new java.util.HashSet<>();
+        }
+        if (counted.add(group)) {
+          growth += StateBytes.progress(group);
+        }
+      }
+    }
+    return growth;
   }
 
   /** Records its ring overwrote before shipping them, as the rank last counted them. */
@@ -171,9 +262,10 @@ final class RankState {
   /** Keeps {@code event}, the newest {@value #MAX_EVENTS}; an incident is due to look at it. */
   void event(RankEvent event) {
     if (events.size() == MAX_EVENTS) {
-      events.removeFirst();
+      bytes -= StateBytes.message(events.removeFirst());
     }
     events.addLast(event);
+    bytes += StateBytes.message(event);
     unhandledEvent = true;
   }
 
@@ -290,8 +382,15 @@ final class RankState {
   }
 
   void putGroup(ProcessGroup g) {
-    groups.put(g.getName(), g);
+    if (groups.put(g.getName(), g) == null) {
+      bytes += StateBytes.GROUP_ENTRY;
+    }
     groupsCopy = null;
+  }
+
+  /** What it holds, in bytes as {@link StateBudget} counts them. */
+  long bytes() {
+    return bytes;
   }
 
   /** Groups it announced. */
@@ -339,10 +438,13 @@ final class RankState {
     return nowNanos - lastAdvanceNanos.getOrDefault(group, lastSeenNanos);
   }
 
-  /** Keeps a frame its stream named, up to {@link #MAX_FRAMES}. */
-  private void putFrame(int id, Frame f) {
+  /** Keeps a frame its stream named, up to {@link #MAX_FRAMES}, counting {@code cost} for a new id. */
+  private void putFrame(int id, Frame f, long cost) {
     if (frames.size() < MAX_FRAMES) {
-      frames.put(id, f);
+      if (frames.put(id, f) == null) {
+        framesBytes += cost;
+        bytes += cost;
+      }
       framesCopy = null;
     }
   }
@@ -350,6 +452,8 @@ final class RankState {
   /** Forgets the frames (their ids are scoped to one stream). */
   private void clearFrames() {
     frames.clear();
+    bytes -= framesBytes;
+    framesBytes = 0;
     framesCopy = null;
   }
 

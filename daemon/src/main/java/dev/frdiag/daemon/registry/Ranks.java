@@ -31,13 +31,18 @@ final class Ranks {
    * 16,384 members in its Hello, and a copy per rank would be a gigabyte.
    */
   private final Map<ProcessGroup, ProcessGroup> sharedGroups = new HashMap<>();
+  /** What those copies hold, as {@link StateBudget} counts it. */
+  private long groupBytes;
   /** The one copy of the strings, shapes and stacks their kept records repeat. */
   private final RecordInterner interner = new RecordInterner();
+  /** The job's part of the daemon's state budget: every rank's {@link RankState#bytes} and its groups' copies. */
+  private final StateBudget.Share share;
 
-  Ranks(String jobId, int worldSize, int maxGroupsPerRank) {
+  Ranks(String jobId, int worldSize, int maxGroupsPerRank, StateBudget.Share share) {
     this.jobId = jobId;
     this.worldSize = worldSize;
     this.maxGroupsPerRank = maxGroupsPerRank;
+    this.share = share;
   }
 
   /** See {@link Job#attach}. */
@@ -51,6 +56,7 @@ final class Ranks {
             + " has world size " + worldSize + " with " + live + " live ranks; refused while they are connected");
       }
       // No live rank holds the old shape (an elastic restart, or a claim that went away): the old ranks are history.
+      share.add(-byRank.values().stream().mapToLong(RankState::bytes).sum());
       byRank.clear();
       worldSize = identity.getWorldSize();
     }
@@ -62,19 +68,73 @@ final class Ranks {
           + "); a second stream for it is refused while the first is alive");
     }
     checkGroupLimit(existing == null ? 0 : existing.groupCount(), groups, identity.getGlobalRank());
+    long rankGrowth = existing == null ? StateBytes.RANK + StateBytes.message(identity)
+        : Math.max(0, StateBytes.message(identity) - StateBytes.message(existing.identity()));
+    long groupsGrowth = groupsGrowth(existing, groups);
+    // One grant for the whole Hello, so that nothing of it is kept when any of it is refused: a new rank's, or the
+    // groups' of a rank that was here before.
+    share.reserve(existing == null || groupsGrowth == 0 ? StateBudget.State.RANKS : StateBudget.State.GROUPS,
+        rankGrowth + groupsGrowth);
+    long before = existing == null ? 0 : existing.bytes();
+    long groupsBefore = groupBytes;
     RankState r = byRank.computeIfAbsent(identity.getGlobalRank(), k -> new RankState());
-    r.attach(identity, link, session, dropped, nowNanos, nowMs);
-    putGroups(r, groups);
+    try {
+      r.attach(identity, link, session, dropped, nowNanos, nowMs);
+      putGroups(r, groups);
+    } finally {
+      share.add(r.bytes() - before + groupBytes - groupsBefore - rankGrowth - groupsGrowth);
+    }
   }
 
   /**
    * Groups {@code r}, rank {@code rank}, created after its Hello.
    *
-   * @throws LimitExceededException when the rank would announce more process groups than the limit
+   * @throws LimitExceededException when the rank would announce more process groups than the limit, or hold more
+   *     bytes than its job's or the daemon's state limit
    */
   void addGroups(RankState r, int rank, List<ProcessGroup> groups) {
     checkGroupLimit(r.groupCount(), groups, rank);
-    putGroups(r, groups);
+    long growth = groupsGrowth(r, groups);
+    share.reserve(StateBudget.State.GROUPS, growth);
+    long before = r.bytes();
+    long groupsBefore = groupBytes;
+    try {
+      putGroups(r, groups);
+    } finally {
+      share.add(r.bytes() - before + groupBytes - groupsBefore - growth);
+    }
+  }
+
+  /**
+   * Runs {@code change} on {@code r} once the bytes it may add ({@code growth}, of {@code state}) are granted; the
+   * job's share then follows what {@code r} holds.
+   *
+   * @throws LimitExceededException when the growth would pass the job's or the daemon's state limit; nothing changed
+   */
+  void charged(RankState r, StateBudget.State state, long growth, Runnable change) {
+    share.reserve(state, growth);
+    long before = r.bytes();
+    try {
+      change.run();
+    } finally {
+      share.add(r.bytes() - before - growth);
+    }
+  }
+
+  /** The bytes {@code groups} would add: the job's copy of each it holds no equal of, and the rank's entries. */
+  private long groupsGrowth(RankState r, List<ProcessGroup> groups) {
+    long growth = 0;
+    Set<ProcessGroup> copied = new HashSet<>();
+    Set<String> named = new HashSet<>();
+    for (ProcessGroup g : groups) {
+      if (!sharedGroups.containsKey(g) && copied.add(g)) {
+        growth += StateBytes.group(g);
+      }
+      if ((r == null || !r.knowsGroup(g.getName())) && named.add(g.getName())) {
+        growth += StateBytes.GROUP_ENTRY;
+      }
+    }
+    return growth;
   }
 
   private void checkGroupLimit(int known, List<ProcessGroup> groups, int rank) {
@@ -89,7 +149,10 @@ final class Ranks {
 
   private void putGroups(RankState r, List<ProcessGroup> groups) {
     for (ProcessGroup g : groups) {
-      r.putGroup(sharedGroups.computeIfAbsent(g, x -> x));
+      r.putGroup(sharedGroups.computeIfAbsent(g, x -> {
+        groupBytes += StateBytes.group(x);
+        return x;
+      }));
     }
   }
 
@@ -105,7 +168,9 @@ final class Ranks {
     RankState r = current(rank, session);
     if (r != null) {
       r.dropped(batch.getDroppedRecords());
-      r.records(batch.getRecordsList(), templates::get, batch.getFramesList(), interner, capacity);
+      charged(r, StateBudget.State.RANKS, r.windowGrowth(batch.getRecordsCount(), capacity)
+          + r.framesGrowth(batch.getFramesList(), interner), () -> r.records(batch.getRecordsList(), templates::get,
+              batch.getFramesList(), interner, capacity));
     }
     return r;
   }
@@ -134,6 +199,70 @@ final class Ranks {
   /** Whether a rank announced a group equal to {@code group} (members, layout, name) and it was kept. */
   boolean holds(ProcessGroup group) {
     return sharedGroups.containsKey(group);
+  }
+
+  /**
+   * A rank that was connected, as {@code identity} says, when the daemon stopped: expected back.
+   *
+   * @throws LimitExceededException when the job or the daemon cannot hold one more rank
+   */
+  void expect(RankIdentity identity) {
+    if (byRank.containsKey(identity.getGlobalRank())) {
+      return;
+    }
+    long growth = StateBytes.RANK + StateBytes.message(identity);
+    share.reserve(StateBudget.State.RANKS, growth);
+    RankState r = new RankState();
+    r.awaitReturn(identity);
+    byRank.put(identity.getGlobalRank(), r);
+    share.add(r.bytes() - growth);
+  }
+
+  /** The ranks expected back after a restart that have not come back yet. */
+  List<Integer> awaited() {
+    List<Integer> out = new ArrayList<>();
+    byRank.forEach((rank, r) -> {
+      if (r.awaited()) {
+        out.add(rank);
+      }
+    });
+    return out;
+  }
+
+  /** Whether any rank connected since the daemon started (the ranks expected back are the only others). */
+  boolean anyConnectedSinceStart() {
+    return byRank.values().stream().anyMatch(r -> !r.awaited() && !r.session().isEmpty());
+  }
+
+  /** Every rank still expected back did not come back in its time; see {@link RankState#notBack}. */
+  void notBack(boolean ended, long nowNanos) {
+    byRank.values().stream().filter(RankState::awaited).forEach(r -> r.notBack(ended, nowNanos));
+  }
+
+  /**
+   * The ranks connected now, and those still expected back, as they said who they are: what a restarted daemon
+   * should expect back. Sorted by rank.
+   */
+  List<RankIdentity> connected() {
+    List<RankIdentity> out = new ArrayList<>();
+    byRank.values().forEach(r -> {
+      if (r.live() || r.awaited()) {
+        out.add(r.identity());
+      }
+    });
+    return out;
+  }
+
+  /** A digest of {@link #connected}, cheap to compare from one look to the next. */
+  long connectedDigest() {
+    long digest = worldSize;
+    for (Map.Entry<Integer, RankState> e : byRank.entrySet()) {
+      RankState r = e.getValue();
+      if (r.live() || r.awaited()) {
+        digest = digest * 31 + e.getKey() * 1_000_003L + r.identity().getPid();
+      }
+    }
+    return digest;
   }
 
   /** The rank's state; null when it never connected. */

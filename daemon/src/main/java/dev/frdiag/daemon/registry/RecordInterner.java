@@ -106,6 +106,11 @@ final class RecordInterner {
     return f;
   }
 
+  /** Whether the job already holds a frame equal to {@code f}. */
+  boolean knowsFrame(Frame f) {
+    return frames.containsKey(f);
+  }
+
   /** Distinct combinations of repeated fields kept so far, stacks apart. */
   int templates() {
     return templates.size();

@@ -37,12 +37,14 @@ import java.util.Objects;
  * @param stragglerWindow how far back those records reach (default 60 s)
  * @param fleet how the parts that keep showing up in hangs are scored and alerted on (default
  *     {@link FleetSettings#defaults()})
+ * @param warmUpRounds incidents rehearsed at start so that the first real one finds its analysis compiled (default
+ *     {@value #DEFAULT_WARM_UP_ROUNDS}, some 4 s of one core); 0 rehearses none
  */
 public record DaemonSettings(String bindAddress, int port, Path dataDir, Duration stallTimeout,
     Duration heartbeatTimeout, Duration lostGrace, Duration snapshotDeadline, Duration heartbeatInterval,
     int maxMessageBytes, int window, Limits limits, int metricsPort, Security security, List<AlertTarget> alerts,
     int webPort, Connections connections, Duration stragglerInterval, Duration stragglerWindow,
-    FleetSettings fleet) {
+    FleetSettings fleet, int warmUpRounds) {
 
   public static final String DEFAULT_BIND_ADDRESS = "127.0.0.1";
   public static final int DEFAULT_PORT = Contract.DEFAULT_PORT;
@@ -57,6 +59,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
   public static final int DEFAULT_WEB_PORT = 9552;
   public static final Duration DEFAULT_STRAGGLER_INTERVAL = Duration.ofSeconds(10);
   public static final Duration DEFAULT_STRAGGLER_WINDOW = Duration.ofSeconds(60);
+  public static final int DEFAULT_WARM_UP_ROUNDS = 200;
 
   public DaemonSettings {
     Objects.requireNonNull(bindAddress, "bindAddress");
@@ -87,6 +90,9 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       throw new IllegalArgumentException("stragglerInterval must not be negative, got " + stragglerInterval);
     }
     Limits.positive(stragglerWindow, "stragglerWindow");
+    if (warmUpRounds < 0) {
+      throw new IllegalArgumentException("warmUpRounds must not be negative, got " + warmUpRounds);
+    }
   }
 
   /** How often the watchdog looks: often enough to react within a fraction of the stall timeout. */
@@ -122,6 +128,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
     private Limits limits = Limits.defaults();
     private int metricsPort = -1;
     private int webPort = -1;
+    private int warmUpRounds = DEFAULT_WARM_UP_ROUNDS;
     private Security security = Security.none();
     private List<AlertTarget> alerts = List.of();
     private Connections connections = Connections.defaults();
@@ -194,6 +201,11 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return this;
     }
 
+    public Builder warmUpRounds(int v) {
+      warmUpRounds = v;
+      return this;
+    }
+
     public Builder alerts(List<AlertTarget> v) {
       alerts = v;
       return this;
@@ -218,7 +230,7 @@ public record DaemonSettings(String bindAddress, int port, Path dataDir, Duratio
       return new DaemonSettings(bindAddress, port, dataDir, stallTimeout, heartbeatTimeout,
           lostGrace == null ? stallTimeout : lostGrace, snapshotDeadline, heartbeatInterval, maxMessageBytes,
           window, limits, metricsPort, security, alerts, webPort, connections, stragglerInterval,
-          stragglerWindow, fleet);
+          stragglerWindow, fleet, warmUpRounds);
     }
 
     public Builder stragglerInterval(Duration v) {

@@ -8,7 +8,8 @@ import java.util.Objects;
  * Bounds on everything a client can make the daemon hold, so that no peer (buggy, lost or hostile) can exhaust its
  * memory or CPU and cost other jobs their diagnosis. Build with {@link #builder()}; every value is validated.
  *
- * @param maxJobs jobs tracked at once; a Hello for a further job is refused (default 10,000)
+ * @param maxJobs jobs tracked at once; a Hello for a further job forgets the idle job heard from longest ago, and is
+ *     refused only when none is idle (default 10,000)
  * @param maxGroupsPerRank process groups one rank may announce in all (default 4,096)
  * @param maxContextBytesPerJob node context (NCCL log findings, counters) kept per job (default 64 MiB)
  * @param maxEarlyContextJobs jobs whose node context may wait for their first rank (default 1,024)
@@ -24,10 +25,19 @@ import java.util.Objects;
  * @param maxRecordsPerJob collective records one job's ranks may make the daemon hold at once, windows and snapshot
  *     replies alike (default 1,000,000): a job too large to give every rank the daemon's full window keeps fewer
  *     per rank, never fewer than {@value #MIN_WINDOW}
+ * @param maxStateBytes the heap all jobs together may take with what their clients sent: ranks, process groups and
+ *     their members, group progress, events, frames, record windows, node context (default
+ *     {@value #DEFAULT_STATE_SHARE_PERCENT} % of the JVM's maximum heap); more is refused, and idle jobs are
+ *     forgotten, oldest first, while it is nine tenths full
+ * @param maxJobStateBytes the same for one job (default {@value #DEFAULT_JOB_STATE_SHARE_PERCENT} % of the heap), so
+ *     that one job's clients cannot take the room of every other job
+ * @param watcherBacklogBytes the bytes of reports queued for one watcher that is not reading before it is cut off
+ *     (default 8 MiB); watchers share each report's bytes, so all together hold no more
  */
 public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJob, int maxEarlyContextJobs,
     Duration jobIdleExpiry, Duration maxSnapshotDeadline, Duration diagnoseInterval, int maxInvestigations,
-    int maxWatchers, int watcherBacklog, Retention retention, long maxRecordsPerJob) {
+    int maxWatchers, int watcherBacklog, Retention retention, long maxRecordsPerJob, long maxStateBytes,
+    long maxJobStateBytes, long watcherBacklogBytes) {
 
   public static final int DEFAULT_MAX_JOBS = 10_000;
   public static final int DEFAULT_MAX_GROUPS_PER_RANK = 4096;
@@ -40,6 +50,18 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
   public static final int DEFAULT_MAX_WATCHERS = 256;
   public static final int DEFAULT_WATCHER_BACKLOG = 64;
   public static final long DEFAULT_MAX_RECORDS_PER_JOB = 1_000_000;
+  /**
+   * The daemon's state limit as a share of its heap: the rest is for the analyses of incidents, snapshot replies
+   * while they are gathered, and reports.
+   */
+  public static final int DEFAULT_STATE_SHARE_PERCENT = 70;
+  /**
+   * One job's state limit as a share of the heap: a job of 2,000 ranks or more holds the whole record budget
+   * ({@link #DEFAULT_MAX_RECORDS_PER_JOB}), some 320 MB counted with its ranks' state at 16,384 ranks, which a 1 GB
+   * heap holds.
+   */
+  public static final int DEFAULT_JOB_STATE_SHARE_PERCENT = 50;
+  public static final long DEFAULT_WATCHER_BACKLOG_BYTES = 8L * 1024 * 1024;
   /**
    * The fewest records kept per rank however large the job: a training step issues a few to a few dozen
    * collectives, so this still holds the stuck one and the steps before it.
@@ -64,6 +86,14 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
     atLeast(watcherBacklog, 1, "watcherBacklog");
     Objects.requireNonNull(retention, "retention");
     atLeast(maxRecordsPerJob, MIN_WINDOW, "maxRecordsPerJob");
+    atLeast(maxStateBytes, 1024 * 1024, "maxStateBytes");
+    atLeast(maxJobStateBytes, 1024 * 1024, "maxJobStateBytes");
+    atLeast(watcherBacklogBytes, 64 * 1024, "watcherBacklogBytes");
+  }
+
+  /** {@code percent} % of the most heap this JVM may use. */
+  static long ofHeap(int percent) {
+    return Runtime.getRuntime().maxMemory() / 100 * percent;
   }
 
   /**
@@ -112,6 +142,10 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
     private int watcherBacklog = DEFAULT_WATCHER_BACKLOG;
     private Retention retention = Retention.KEEP_ALL;
     private long maxRecordsPerJob = DEFAULT_MAX_RECORDS_PER_JOB;
+    /** Zero until set: then the share of the heap. */
+    private long maxStateBytes;
+    private long maxJobStateBytes;
+    private long watcherBacklogBytes = DEFAULT_WATCHER_BACKLOG_BYTES;
 
     public Builder maxJobs(int v) {
       maxJobs = v;
@@ -173,10 +207,28 @@ public record Limits(int maxJobs, int maxGroupsPerRank, long maxContextBytesPerJ
       return this;
     }
 
+    /** The heap all jobs together may take with their clients' state, in bytes; 0 for the default share. */
+    public Builder maxStateBytes(long v) {
+      maxStateBytes = v;
+      return this;
+    }
+
+    /** The heap one job may take with its clients' state, in bytes; 0 for the default share. */
+    public Builder maxJobStateBytes(long v) {
+      maxJobStateBytes = v;
+      return this;
+    }
+
+    public Builder watcherBacklogBytes(long v) {
+      watcherBacklogBytes = v;
+      return this;
+    }
+
     public Limits build() {
       return new Limits(maxJobs, maxGroupsPerRank, maxContextBytesPerJob, maxEarlyContextJobs, jobIdleExpiry,
           maxSnapshotDeadline, diagnoseInterval, maxInvestigations, maxWatchers, watcherBacklog, retention,
-          maxRecordsPerJob);
+          maxRecordsPerJob, maxStateBytes == 0 ? ofHeap(DEFAULT_STATE_SHARE_PERCENT) : maxStateBytes,
+          maxJobStateBytes == 0 ? ofHeap(DEFAULT_JOB_STATE_SHARE_PERCENT) : maxJobStateBytes, watcherBacklogBytes);
     }
   }
 }

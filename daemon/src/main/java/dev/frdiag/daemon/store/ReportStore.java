@@ -44,6 +44,10 @@ public final class ReportStore {
   private static final Pattern REPORT_ID = Pattern.compile("(" + Contract.JOB_ID.pattern() + ")-(\\d{6,18})");
   /** Larger files are not reports this daemon wrote. */
   static final long MAX_REPORT_BYTES = 64L * 1024 * 1024;
+  /** The file written and removed at start to find out whether the disk takes writes. */
+  private static final String PROBE = ".write-probe";
+  /** How {@link #writeDurably} names the file it writes before renaming it. */
+  private static final String TEMPORARY = ".tmp";
   /** Reports kept in memory while the disk refuses them; beyond this the oldest is given up. */
   static final int MAX_PENDING = 1000;
 
@@ -102,6 +106,8 @@ public final class ReportStore {
           for (Path entry : entries) {
             if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS) && Contract.JOB_ID.matcher(entry.getFileName().toString()).matches()) {
               load(entry);
+            } else if (entry.getFileName().toString().startsWith(PROBE)) {
+              removeLeftover(entry, "the write probe of a daemon that stopped while starting");
             } else {
               log.warn("ignoring {}: not a job's report directory", entry);
             }
@@ -116,7 +122,7 @@ public final class ReportStore {
 
   /** Finds out at start, not at the first hang, that reports cannot be written here. */
   private void probeWritable() {
-    Path probe = root.resolve(".write-probe");
+    Path probe = root.resolve(PROBE);
     try {
       writer.write(probe, "frdiag write probe\n");
       Files.deleteIfExists(probe);
@@ -135,11 +141,17 @@ public final class ReportStore {
       for (Path file : files) {
         String name = file.getFileName().toString();
         if (name.endsWith(".md")) {
-          // The Markdown rendering of the JSON beside it.
+          // The Markdown rendering of the JSON beside it: written first, removed last, so one without its JSON is
+          // what a stop between the two left. A Markdown file of no report's name is not ours to remove.
+          String id = name.substring(0, name.length() - ".md".length());
+          if (REPORT_ID.matcher(id).matches() && Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)
+              && !Files.exists(jobDir.resolve(id + ".json"), LinkOption.NOFOLLOW_LINKS)) {
+            removeLeftover(file, "the Markdown of a report whose JSON was never written or was already removed");
+          }
           continue;
         }
-        if (name.endsWith(".tmp")) {
-          log.warn("ignoring {}: a report write that never finished (the daemon stopped while writing it)", file);
+        if (name.endsWith(TEMPORARY)) {
+          removeLeftover(file, "a report write that never finished (the daemon stopped while writing it)");
           continue;
         }
         if (!name.endsWith(".json")) {
@@ -181,6 +193,19 @@ public final class ReportStore {
     List<Report> reports = byJob.get(job);
     if (reports != null) {
       reports.sort(Comparator.comparing(Report::reportId));
+    }
+  }
+
+  /**
+   * Removes a file only this store writes and a stop half-way through leaves behind, saying so; one that cannot be
+   * removed is left, and said too.
+   */
+  private static void removeLeftover(Path file, String what) {
+    try {
+      Files.deleteIfExists(file);
+      log.warn("removed {}: {}", file, what);
+    } catch (IOException e) {
+      log.warn("ignoring {}: {}, and it cannot be removed: {}", file, what, e.getMessage());
     }
   }
 
@@ -417,7 +442,7 @@ public final class ReportStore {
    * a temporary file, flushed to the device, renamed over the target, and the directory flushed too.
    */
   public static void writeDurably(Path target, String content) throws IOException {
-    Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
+    Path tmp = target.resolveSibling(target.getFileName() + TEMPORARY);
     try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
         StandardOpenOption.WRITE)) {
       ByteBuffer bytes = ByteBuffer.wrap(content.getBytes(StandardCharsets.UTF_8));

@@ -65,6 +65,8 @@ public final class Investigator {
   /** How old, before the snapshot request, a rank's current window may be and still stand for its snapshot. */
   private final Duration standInAge;
 
+  /** How often an on-demand diagnosis waiting for ranks to come back after a restart looks again. */
+  static final Duration RETURN_CHECK = Duration.ofMillis(100);
   /** How often an open gather looks whether it has a quorum. */
   static final Duration QUORUM_CHECK = Duration.ofMillis(50);
   /** How long replies must have stopped before a quorum is taken as final. */
@@ -131,11 +133,31 @@ public final class Investigator {
 
   /**
    * A diagnosis someone asked for: joins the one already running for the job, and is refused (with the wait) when
-   * the job was diagnosed on demand less than the limits' interval ago or too many are running daemon-wide.
+   * the job was diagnosed on demand less than the limits' interval ago or too many are running daemon-wide. While
+   * ranks connected before the daemon restarted are not back, it waits for them.
    *
    * @throws LimitExceededException when refused
    */
   public CompletableFuture<Report> investigateOnDemand(Job job, Duration deadline) {
+    if (job.awaitingReturn(nanoTime.getAsLong())) {
+      // Ranks connected before the daemon restarted are not back yet: a diagnosis now would take them for dead
+      // (DIAGNOSIS.md §3, "After a restart"). It starts once they are, or their time has passed.
+      CompletableFuture<Report> later = new CompletableFuture<>();
+      scheduler.schedule(() -> {
+        try {
+          investigateOnDemand(job, deadline).whenComplete((report, error) -> {
+            if (error != null) {
+              later.completeExceptionally(error);
+            } else {
+              later.complete(report);
+            }
+          });
+        } catch (RuntimeException e) {
+          later.completeExceptionally(e);
+        }
+      }, RETURN_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+      return later;
+    }
     CompletableFuture<Report> mine = new CompletableFuture<>();
     CompletableFuture<Report> running = job.joinOrClaimOnDemand(nanoTime.getAsLong(), limits.diagnoseInterval(), mine,
         () -> {

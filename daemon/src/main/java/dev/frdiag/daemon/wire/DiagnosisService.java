@@ -9,6 +9,7 @@ import dev.frdiag.daemon.fleet.Standing;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.LimitExceededException;
+import dev.frdiag.daemon.registry.StateBudget;
 import dev.frdiag.daemon.store.ReportNotStoredException;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.daemon.watchdog.Investigator;
@@ -58,6 +59,16 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
   private final AtomicInteger watchers = new AtomicInteger();
   /** Null when the daemon keeps no fleet memory: {@code ListParts} is then unimplemented. */
   private final Fleet fleet;
+  /** The wire form of the newest reports, shared by every watcher that queues them. */
+  @GuardedBy("recentEnvelopes")
+  private final java.util.Map<String, ReportEnvelope> recentEnvelopes = new java.util.LinkedHashMap<>() {
+    @Override
+    protected boolean removeEldestEntry(java.util.Map.Entry<String, ReportEnvelope> eldest) {
+      return size() > RECENT_ENVELOPES;
+    }
+  };
+  /** Reports whose wire form is kept to share: the two analysis threads announce one at a time each. */
+  private static final int RECENT_ENVELOPES = 4;
 
   public DiagnosisService(JobRegistry registry, ReportStore store, Investigator investigator,
       Duration defaultDeadline, Limits limits) {
@@ -133,8 +144,11 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     diagnosis.whenComplete((report, error) -> {
       if (error != null) {
         Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-        out.onError((cause instanceof ReportNotStoredException ? Status.RESOURCE_EXHAUSTED.withDescription(
-            cause.getMessage()) : Status.INTERNAL.withDescription("diagnosis failed: " + cause)).asRuntimeException());
+        // Refused once it could start (after waiting for ranks to come back), or the disk refusing it: the same
+        // answer as a refusal at once.
+        out.onError((cause instanceof ReportNotStoredException || cause instanceof LimitExceededException
+            ? Status.RESOURCE_EXHAUSTED.withDescription(cause.getMessage())
+            : Status.INTERNAL.withDescription("diagnosis failed: " + cause)).asRuntimeException());
       } else {
         out.onNext(envelope(report));
         out.onCompleted();
@@ -230,6 +244,7 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     }
     if (watchers.incrementAndGet() > limits.maxWatchers()) {
       watchers.decrementAndGet();
+      registry.budget().countRefusal(StateBudget.State.WATCHERS, StateBudget.Scope.DAEMON);
       out.onError(Status.RESOURCE_EXHAUSTED.withDescription("the daemon already serves " + limits.maxWatchers()
           + " incident watchers, its limit").asRuntimeException());
       return;
@@ -241,8 +256,20 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
   }
 
   /**
+   * The wire form of {@code report}, made once however many watchers queue it: each watcher's own copy of the same
+   * reports was what their backlogs held.
+   */
+  private ReportEnvelope sharedEnvelope(Report report) {
+    synchronized (recentEnvelopes) {
+      return recentEnvelopes.computeIfAbsent(report.reportId(), id -> envelope(report));
+    }
+  }
+
+  /**
    * One {@code WatchIncidents} subscriber. Reports wait in a small queue until the transport is ready for them, so
-   * a watcher that stops reading costs a bounded amount of memory; one that falls further behind is cut off.
+   * a watcher that stops reading costs a bounded amount of memory, in reports and in bytes; one that falls further
+   * behind is cut off. Every watcher queues the same reports, shared, so all of them together hold no more than the
+   * newest reports one watcher may queue.
    */
   private final class Watcher implements ReportSink {
     private final ServerCallStreamObserver<ReportEnvelope> out;
@@ -250,6 +277,8 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     private final Principal caller;
     @GuardedBy("this")
     private final ArrayDeque<ReportEnvelope> backlog = new ArrayDeque<>();
+    @GuardedBy("this")
+    private long backlogBytes;
     @GuardedBy("this")
     private boolean ended;
 
@@ -269,18 +298,23 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
         if (ended) {
           return;
         }
-        if (backlog.size() >= limits.watcherBacklog()) {
+        ReportEnvelope envelope = sharedEnvelope(report);
+        long bytes = envelope.getSerializedSize();
+        if (backlog.size() >= limits.watcherBacklog() || backlogBytes + bytes > limits.watcherBacklogBytes()) {
           int behind = backlog.size();
+          long behindBytes = backlogBytes;
           end();
+          registry.budget().countRefusal(StateBudget.State.WATCHERS, StateBudget.Scope.WATCHER);
           try {
-            out.onError(Status.RESOURCE_EXHAUSTED.withDescription("this watcher fell " + behind
-                + " reports behind and was cut off; reconnect and read faster").asRuntimeException());
+            out.onError(Status.RESOURCE_EXHAUSTED.withDescription("this watcher fell " + behind + " reports behind ("
+                + behindBytes + " bytes) and was cut off; reconnect and read faster").asRuntimeException());
           } catch (RuntimeException ignored) {
             // Already cancelled by the peer.
           }
           return;
         }
-        backlog.add(envelope(report));
+        backlog.add(envelope);
+        backlogBytes += bytes;
       }
       drain();
     }
@@ -288,7 +322,9 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
     synchronized void drain() {
       try {
         while (!ended && !backlog.isEmpty() && out.isReady() && !out.isCancelled()) {
-          out.onNext(backlog.poll());
+          ReportEnvelope next = backlog.poll();
+          backlogBytes -= next.getSerializedSize();
+          out.onNext(next);
         }
       } catch (RuntimeException e) {
         // The call ended under us.
@@ -300,6 +336,7 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
       if (!ended) {
         ended = true;
         backlog.clear();
+        backlogBytes = 0;
         investigator.removeSink(this);
         watchers.decrementAndGet();
       }

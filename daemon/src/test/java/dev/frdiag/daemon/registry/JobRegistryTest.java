@@ -55,4 +55,26 @@ class JobRegistryTest {
     assertThat(registry.find("gone")).isEmpty();
     assertThat(registry.find("live")).isPresent();
   }
+
+  @Test
+  void atTheJobLimitTheJobIdleLongestIsForgottenForANewOne() {
+    JobRegistry registry = new JobRegistry(16, Limits.builder().maxJobs(3).build());
+    List<String> ids = List.of("live", "older", "newer");
+    for (int i = 0; i < ids.size(); i++) {
+      Job job = registry.getOrCreate(ids.get(i), 1, 0, i * S);
+      job.attach(RankIdentity.newBuilder().setJobId(ids.get(i)).setWorldSize(1).setPid(1).build(), List.of(),
+          request -> { }, "s", 0, i * S, 0);
+    }
+    registry.find("newer").orElseThrow().lost(0, "s", 3 * S);
+    registry.find("older").orElseThrow().lost(0, "s", 3 * S);
+
+    registry.getOrCreate("new", 1, 0, 4 * S);
+    assertThat(registry.find("older")).as("last heard from at 1 s, the longest ago").isEmpty();
+    assertThat(registry.find("newer")).isPresent();
+    assertThat(registry.evictions()).isEqualTo(1);
+
+    registry.getOrCreate("new2", 1, 0, 5 * S);
+    assertThat(registry.all()).extracting(Job::id).containsExactlyInAnyOrder("live", "new", "new2");
+    assertThat(registry.evictions()).isEqualTo(2);
+  }
 }

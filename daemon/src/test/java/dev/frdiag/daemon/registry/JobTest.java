@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
+import dev.frdiag.analysis.Liveness;
+import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
@@ -41,7 +43,7 @@ class JobTest {
 
   /** Ranks 0 and 1, each a member of {@code groups}. */
   private static Job twoRanks(ProcessGroup... groups) {
-    Job job = new Job("j", 2, 16, Limits.defaults(), 0, 0);
+    Job job = job(2, 16, Limits.defaults());
     for (int r = 0; r < 2; r++) {
       job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(r).setWorldSize(2).setPid(r).build(),
           List.of(groups), request -> { }, "s" + r, 0, 0, 0);
@@ -71,6 +73,13 @@ class JobTest {
     }
   }
 
+  /** Job "j", created at time 0, as the registry creates it with these limits. */
+  static Job job(int worldSize, int window, Limits limits) {
+    return new Job("j", worldSize, window, limits,
+        new StateBudget(limits.maxStateBytes()).share("job j", limits.maxJobStateBytes(),
+            "--max-job-state-bytes"), 0, 0);
+  }
+
   @Test
   void aGroupWithOutstandingWorkAndNoProgressForTheStallTimeoutOpensAnIncident() {
     Job job = twoRanks();
@@ -79,6 +88,74 @@ class JobTest {
     assertThat(job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     heartbeats(job, 5, 4, 31);
     assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+  }
+
+  /** Ranks 0 and 1 of job "j", connected before the daemon restarted; expected back until 15 s. */
+  private static Job restartedWithTwoRanks() {
+    Job job = job(2, 16, Limits.defaults());
+    job.expectBack(List.of(RankIdentity.newBuilder().setJobId("j").setGlobalRank(0).setWorldSize(2).setPid(0)
+        .setHostname("node0").build(), RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2)
+        .setPid(1).setHostname("node1").build()), List.of("agents"), 15 * S);
+    return job;
+  }
+
+  private static void reconnect(Job job, int rank, long seconds) {
+    job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(rank).setWorldSize(2).setPid(rank).build(),
+        List.of(WORLD), request -> { }, "s" + rank, 0, seconds * S, 0);
+  }
+
+  @Test
+  void afterARestartAStallIsNotJudgedUntilEveryRankConnectedBeforeIsBack() {
+    Job job = restartedWithTwoRanks();
+    reconnect(job, 0, 1);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 0, false, 1 * S, 0);
+    job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 0, false, 12 * S, 0);
+    assertThat(job.awaitingReturn(12 * S)).isTrue();
+    assertThat(job.incidentTrigger(12 * S, 0, Duration.ofSeconds(2), HEARTBEAT, GRACE))
+        .as("rank 1 may still come back").isNull();
+
+    reconnect(job, 1, 13);
+    heartbeats(job, 5, 4, 13);
+    assertThat(job.awaitingReturn(13 * S)).isFalse();
+    heartbeats(job, 5, 4, 16);
+    assertThat(job.incidentTrigger(16 * S, 0, Duration.ofSeconds(2), HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.evidence(Map.of(), 0, STALL, "").ranks()).extracting(RankEvidence::liveness)
+        .containsOnly(Liveness.ALIVE);
+  }
+
+  @Test
+  void aRankNotBackInItsTimeIsLostAndItsLossJudged() {
+    Job job = restartedWithTwoRanks();
+    reconnect(job, 0, 1);
+    assertThat(job.incidentTrigger(14 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incidentTrigger(15 * S, 0, STALL, HEARTBEAT, GRACE)).as("lost only now").isNull();
+    job.heartbeat(0, "s0", List.of(progress(5, 5)), 0, 0, false, 44 * S, 0);
+    assertThat(job.incidentTrigger(45 * S, 0, STALL, HEARTBEAT, GRACE)).as("after the lost grace")
+        .isEqualTo(Trigger.HEARTBEAT_LOST);
+    assertThat(job.summary().getRanksLost()).isEqualTo(1);
+    assertThat(job.evidence(Map.of(), 0, STALL, "").ranks()).filteredOn(e -> e.rank() == 1).singleElement()
+        .satisfies(e -> {
+          assertThat(e.liveness()).as("unheard, perhaps alive: not taken for dead").isEqualTo(Liveness.UNKNOWN);
+          assertThat(e.identity().getHostname()).isEqualTo("node1");
+        });
+  }
+
+  @Test
+  void afterARestartTheJobIsStillBoundToItsWritersWhileItsRanksAreAway() {
+    Job job = restartedWithTwoRanks();
+    assertThat(job.admitWriter("someone-else")).as("the first to reach the restarted daemon").isFalse();
+    assertThat(job.admitWriter("agents")).isTrue();
+  }
+
+  @Test
+  void aJobNoRankOfWhichCameBackEndedWhileTheDaemonWasAwayAndIsNotJudged() {
+    Job job = restartedWithTwoRanks();
+    assertThat(job.idle(10 * S, Duration.ZERO)).as("not idle while its ranks may come back").isFalse();
+    assertThat(job.incidentTrigger(16 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incidentTrigger(60 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.summary().getRanksFinished()).isEqualTo(2);
+    assertThat(job.idle(60 * S, Duration.ZERO)).isTrue();
+    assertThat(job.connected()).isEmpty();
   }
 
   @Test
@@ -237,7 +314,7 @@ class JobTest {
 
   @Test
   void nodeContextBeyondTheJobsByteLimitIsRefusedAndTheEarlierContextKept() {
-    Job job = new Job("j", 2, 16, dev.frdiag.daemon.settings.Limits.builder().maxContextBytesPerJob(64 * 1024).build(), 0, 0);
+    Job job = job(2, 16, Limits.builder().maxContextBytesPerJob(64 * 1024).build());
     dev.frdiag.proto.v1.NodeContext small = dev.frdiag.proto.v1.NodeContext.newBuilder().setJobId("j")
         .setHostname("a").build();
     job.context(small, 0);
@@ -250,7 +327,7 @@ class JobTest {
   @Test
   void aJobTooLargeForTheRecordBudgetKeepsFewerRecordsPerRankButNeverFewerThanTheFloor() {
     Limits budget = Limits.builder().maxRecordsPerJob(64).build();
-    Job job = new Job("j", 4, 512, budget, 0, 0);
+    Job job = job(4, 512, budget);
     assertThat(job.window()).as("64 records over 4 ranks is 16, under the floor").isEqualTo(Limits.MIN_WINDOW);
     ProcessGroup world = ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).addRanks(2).addRanks(3)
         .setGlobalRankStride(1).build();

@@ -122,19 +122,46 @@ class ReportStoreTest {
   }
 
   @Test
-  void writeThatNeverFinishedIsSkippedWithAWarningAndTheReportsBeforeItLoad() throws IOException {
+  void whatAStopHalfWayThroughAWriteLeavesIsRemovedAtStartAndTheReportsBeforeItLoad() throws IOException {
     ReportStore before = new ReportStore(dataDir);
     Report good = saved(before, "a");
     String json = Files.readString(before.pathOf(good));
-    // What a crash mid-save leaves: the temporary file, never a half-written report under its real name.
+    String markdown = Files.readString(jobDir("a").resolve("a-000001.md"));
+    // What a crash mid-save leaves: the temporary file, never a half-written report under its real name; or, between
+    // the two files of a report, its Markdown alone; or the probe of a start that never finished.
     Path partial = write(jobDir("a").resolve("a-000002.json.tmp"), json.substring(0, 100));
+    Path partialMarkdown = write(jobDir("a").resolve("a-000003.md.tmp"), markdown.substring(0, 10));
+    Path markdownAlone = write(jobDir("a").resolve("a-000003.md"), markdown);
+    Path probe = write(dataDir.resolve("reports").resolve(".write-probe.tmp"), "frdiag");
+    Path notOurs = write(jobDir("a").resolve("README.md"), "notes");
 
     ReportStore after = new ReportStore(dataDir);
 
     assertThat(after.list("a")).containsExactly(good);
-    assertThat(warnings()).containsExactly("ignoring " + partial
-        + ": a report write that never finished (the daemon stopped while writing it)");
+    assertThat(warnings()).containsExactlyInAnyOrder(
+        "removed " + partial + ": a report write that never finished (the daemon stopped while writing it)",
+        "removed " + partialMarkdown + ": a report write that never finished (the daemon stopped while writing it)",
+        "removed " + markdownAlone + ": the Markdown of a report whose JSON was never written or was already removed",
+        "removed " + probe + ": the write probe of a daemon that stopped while starting");
+    assertThat(List.of(partial, partialMarkdown, markdownAlone, probe)).noneMatch(Files::exists);
+    assertThat(notOurs).exists();
+    assertThat(jobDir("a").resolve("a-000001.md")).exists();
     assertThat(after.get("a-000002")).isEmpty();
+  }
+
+  @Test
+  void aStoredReportWithANullHeadlineIsSkippedWithAWarningNamingTheField() throws IOException {
+    ReportStore before = new ReportStore(dataDir);
+    Report good = saved(before, "a");
+    Path nullHeadline = write(jobDir("a").resolve("a-000002.json"), ReportJson.write(good)
+        .replace("a-000001", "a-000002").replaceFirst("\"headline\" : \"[^\"]*\"", "\"headline\" : null"));
+
+    ReportStore after = new ReportStore(dataDir);
+
+    assertThat(after.list("a")).containsExactly(good);
+    assertThat(warnings()).containsExactly("skipping unreadable report file " + nullHeadline
+        + ": not a frdiag report: field headline is missing or null");
+    assertThat(after.nextReportId("a")).isEqualTo("a-000003");
   }
 
   @Test

@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.wire;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.collector.recorder.FlightRecorder;
@@ -9,6 +10,12 @@ import dev.frdiag.collector.recorder.ProcessGroupHandle;
 import dev.frdiag.collector.recorder.TensorList;
 import dev.frdiag.collector.reporter.Reporter;
 import dev.frdiag.daemon.Daemon;
+import dev.frdiag.daemon.InProcessDaemon;
+import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.report.ReportJson;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.nio.file.Files;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
@@ -18,10 +25,22 @@ import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.ReportEnvelope;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
+import dev.frdiag.collector.reporter.ReporterSettings;
+import dev.frdiag.testing.incidents.IncidentWatch;
+import dev.frdiag.testing.sim.Fault;
+import dev.frdiag.testing.sim.RankSimulator;
+import dev.frdiag.testing.sim.Topology;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.netty.NettyChannelBuilder;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -87,4 +106,132 @@ class DaemonRestartTest {
       }
     }
   }
+
+  @Test
+  void aStoredReportWithANullHeadlineIsSkippedAndEveryReadOfItsJobStillWorks() throws Exception {
+    ReportStore store = new ReportStore(dataDir);
+    String good = store.nextReportId("job1");
+    store.save(ReportJson.read(STORED.formatted(good, "\"rank 1 never issued all_reduce #3 on pg 0\"")));
+    Path jobDir = dataDir.resolve("reports").resolve("job1");
+    Files.writeString(jobDir.resolve("job1-000002.json"), STORED.formatted("job1-000002", "null"));
+
+    try (InProcessDaemon restarted = new InProcessDaemon(DaemonSettings.builder().dataDir(dataDir).build())) {
+      var stub = DiagnosisGrpc.newBlockingStub(restarted.channel()).withDeadlineAfter(5, TimeUnit.SECONDS);
+      assertThat(stub.listReports(ListReportsRequest.newBuilder().setJobId("job1").build()).getReportsList())
+          .extracting(s -> s.getReportId()).containsExactly(good);
+      assertThat(stub.getReport(GetReportRequest.newBuilder().setReportId(good).build()).getSummary().getHeadline())
+          .isEqualTo("rank 1 never issued all_reduce #3 on pg 0");
+      assertThatThrownBy(() -> stub.getReport(GetReportRequest.newBuilder().setReportId("job1-000002").build()))
+          .isInstanceOfSatisfying(StatusRuntimeException.class,
+              e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND));
+    }
+  }
+
+  /**
+   * A 64-rank job whose rank 5's GPU stalls, streaming to a daemon with a 2 s stall timeout that is restarted under
+   * it. The ranks of the second host onwards cannot come back at once (a network that takes them longer): while
+   * they are away, the restarted daemon makes no verdict, for it would blame them for a hang whose cause is rank 5;
+   * once they are back it reports rank 5.
+   */
+  @Test
+  void afterARestartNoVerdictIsMadeUntilTheRanksConnectedBeforeAreBack() throws Exception {
+    Duration stallTimeout = Duration.ofSeconds(2);
+    Daemon first = new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(0).dataDir(dataDir)
+        .stallTimeout(stallTimeout).snapshotDeadline(Duration.ofSeconds(2)).build()).start();
+    int port = first.port();
+    Gate gate = new Gate();
+    ManagedChannel direct = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
+    ManagedChannel gated = NettyChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().intercept(gate).build();
+    Daemon second = null;
+    try (RankSimulator sim = RankSimulator.builder().topology(Topology.builder().worldSize(64).ranksPerHost(8)
+        .build()).fault(Fault.gpuStall(5, 10)).jobId("restarted").channel(direct)
+        .rankChannels(r -> r < 8 ? direct : gated).stepInterval(Duration.ofMillis(10))
+        .reporterSettings(ReporterSettings.builder().heartbeatInterval(Duration.ofMillis(200))
+            .maxBatchDelay(Duration.ofMillis(50)).backoff(Duration.ofMillis(100), Duration.ofSeconds(1)).build())
+        .build()) {
+      BlockingQueue<ReportEnvelope> before = IncidentWatch.of(direct, "restarted");
+      assertThat(sim.awaitConnected(Duration.ofSeconds(30))).isTrue();
+      sim.start();
+      assertGpuStallOfRank5(before.poll(60, TimeUnit.SECONDS));
+
+      gate.close();
+      first.close();
+      second = new Daemon(DaemonSettings.builder().bindAddress("127.0.0.1").port(port).dataDir(dataDir)
+          .stallTimeout(stallTimeout).snapshotDeadline(Duration.ofSeconds(2)).build()).start();
+      BlockingQueue<ReportEnvelope> after = IncidentWatch.of(direct, "restarted");
+      Daemon restarted = second;
+      await().atMost(Duration.ofSeconds(30)).until(() -> restarted.registry().find("restarted")
+          .map(j -> j.summary().getRanksConnected() == 8).orElse(false));
+
+      assertThat(java.util.Optional.ofNullable(after.poll(3 * stallTimeout.toMillis(), TimeUnit.MILLISECONDS))
+          .map(ReportEnvelope::getSummary)).as("a verdict while ranks 8-63, connected before the restart, are not back")
+          .isEmpty();
+      gate.open();
+      assertGpuStallOfRank5(after.poll(60, TimeUnit.SECONDS));
+    } finally {
+      direct.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+      gated.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
+      first.close();
+      if (second != null) {
+        second.close();
+      }
+    }
+  }
+
+  private static void assertGpuStallOfRank5(ReportEnvelope report) {
+    assertThat(report).as("a report within 60 s").isNotNull();
+    assertThat(report.getSummary().getVerdict()).isEqualTo(Verdict.HANG);
+    assertThat(report.getSummary().getSymptom()).as(report.getSummary().getHeadline()).isEqualTo(Symptom.GPU_STALL);
+    assertThat(report.getSummary().getCulpritRanksList()).containsExactly(5);
+  }
+
+  /** Fails every new call at once while closed, as a network that does not let a host through yet. */
+  private static final class Gate implements ClientInterceptor {
+    private volatile boolean open = true;
+
+    void close() {
+      open = false;
+    }
+
+    void open() {
+      open = true;
+    }
+
+    @Override
+    public <Q, A> ClientCall<Q, A> interceptCall(MethodDescriptor<Q, A> method, CallOptions options, Channel next) {
+      if (open) {
+        return next.newCall(method, options);
+      }
+      return new ClientCall<>() {
+        @Override
+        public void start(Listener<A> listener, Metadata headers) {
+          listener.onClose(Status.UNAVAILABLE.withDescription("this host cannot reach the daemon yet"),
+              new Metadata());
+        }
+
+        @Override
+        public void request(int n) {
+        }
+
+        @Override
+        public void cancel(String message, Throwable cause) {
+        }
+
+        @Override
+        public void halfClose() {
+        }
+
+        @Override
+        public void sendMessage(Q message) {
+        }
+      };
+    }
+  }
+
+  /** A stored report's JSON with its id and headline (a JSON value) to fill in. */
+  private static final String STORED = """
+      {"schema": "frdiag.report/v1", "report_id": "%s", "job": "job1", "verdict": "HANG",
+       "symptom": "CPU_STALL", "headline": %s, "culprit_ranks": [1], "confidence": 0.9,
+       "created_at": "2026-01-02T03:04:05Z", "trigger": "stall", "recommendation": "look at rank 1"}
+      """;
 }

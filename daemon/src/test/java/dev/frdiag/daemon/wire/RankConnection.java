@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.DaemonMessage;
+import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.RankMessage;
 import io.grpc.Channel;
 import io.grpc.Status;
@@ -18,6 +19,7 @@ final class RankConnection implements StreamObserver<DaemonMessage> {
   private final BlockingQueue<DaemonMessage> received = new LinkedBlockingQueue<>();
   private final CompletableFuture<Status> ended = new CompletableFuture<>();
   private final StreamObserver<RankMessage> out;
+  private volatile DumpReply answer;
 
   RankConnection(Channel channel) {
     out = CollectorGrpc.newStub(channel).connect(this);
@@ -33,7 +35,10 @@ final class RankConnection implements StreamObserver<DaemonMessage> {
   }
 
   RankConnection send(RankMessage m) {
-    out.onNext(m);
+    // Answers to dump requests go out on gRPC's thread, other messages on the test's.
+    synchronized (out) {
+      out.onNext(m);
+    }
     return this;
   }
 
@@ -59,8 +64,24 @@ final class RankConnection implements StreamObserver<DaemonMessage> {
     return ended.get(5, TimeUnit.SECONDS);
   }
 
+  /** How the daemon ends the stream, once it does. */
+  CompletableFuture<Status> ended() {
+    return ended;
+  }
+
+  /** From now on answers every snapshot request at once with {@code reply}, as a rank that is not busy does. */
+  void answerEveryDumpRequest(DumpReply reply) {
+    answer = reply;
+  }
+
   @Override
   public void onNext(DaemonMessage value) {
+    DumpReply reply = answer;
+    if (reply != null && value.hasDumpRequest()) {
+      send(RankMessage.newBuilder().setDumpReply(reply.toBuilder().setRequestId(value.getDumpRequest()
+          .getRequestId())).build());
+      return;
+    }
     received.add(value);
   }
 

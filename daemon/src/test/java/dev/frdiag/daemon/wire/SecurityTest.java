@@ -229,7 +229,7 @@ class SecurityTest {
     daemon.store().save(dev.frdiag.report.ReportJson.read("""
         {"schema": "frdiag.report/v1", "report_id": "b-000001", "job": "b", "verdict": "HANG",
          "symptom": "CPU_STALL", "headline": "rank 1 never issued all_reduce #3 on pg 0", "culprit_ranks": [1],
-         "confidence": 0.9, "created_at": "2026-01-02T03:04:05Z", "trigger": "stall"}
+         "confidence": 0.9, "created_at": "2026-01-02T03:04:05Z", "trigger": "stall", "recommendation": "r"}
         """));
     ManagedChannel readerOfA = channel(READER_A, null);
     StatusRuntimeException notYours = getReport(readerOfA, "b-000001");

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.InProcessDaemon;
+import dev.frdiag.daemon.registry.StateBudget;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.DaemonMessage;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
@@ -14,6 +15,7 @@ import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.GetJobStatusRequest;
 import dev.frdiag.proto.v1.Hello;
+import dev.frdiag.proto.v1.ListJobsRequest;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupUpdate;
 import dev.frdiag.proto.v1.RankIdentity;
@@ -171,12 +173,25 @@ class SessionsAndLimitsTest {
   }
 
   @Test
-  void jobsBeyondTheLimitAreRefused() throws Exception {
-    ManagedChannel channel = start(Limits.builder().maxJobs(1).build());
-    connected(channel, hello("first", 0, 1, 1));
-    Status status = new RankConnection(channel).send(hello("second", 0, 1, 2)).end();
-    assertThat(status.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
-    assertThat(status.getDescription()).startsWith("the daemon tracks 1 jobs, its limit; job second is refused");
+  void atTheJobLimitTheOldestIdleJobMakesRoomAndLiveJobsAreNeverEvicted() throws Exception {
+    ManagedChannel channel = start(Limits.builder().maxJobs(2).build());
+    RankConnection ended = connected(channel, hello("ended", 0, 1, 1));
+    ended.close();
+    ended.end();
+    connected(channel, hello("live", 0, 1, 2));
+    // The job whose rank left is forgotten for the new one at once, not after the hour a job takes to expire.
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+      RankConnection next = new RankConnection(channel).send(hello("new", 0, 1, 3));
+      assertThat(next.next().hasWelcome()).isTrue();
+    });
+    var jobs = DiagnosisGrpc.newBlockingStub(channel).listJobs(ListJobsRequest.getDefaultInstance()).getJobsList();
+    assertThat(jobs).extracting(j -> j.getJobId()).containsExactly("live", "new");
+    assertThat(daemon.daemon().registry().evictions()).isEqualTo(1);
+
+    Status refused = new RankConnection(channel).send(hello("fourth", 0, 1, 4)).end();
+    assertThat(refused.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(refused.getDescription()).isEqualTo("the daemon tracks 2 jobs, its limit, and every one has a rank "
+        + "connected or an incident open; job fourth is refused until one ends");
   }
 
   @Test
@@ -246,7 +261,8 @@ class SessionsAndLimitsTest {
     }
     Status status = slow.closed.get(5, TimeUnit.SECONDS);
     assertThat(status.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
-    assertThat(status.getDescription()).startsWith("this watcher fell 2 reports behind and was cut off");
+    assertThat(status.getDescription()).startsWith("this watcher fell 2 reports behind (").endsWith(
+        " bytes) and was cut off; reconnect and read faster");
     assertThat(slow.received).isEmpty();
 
     var nextCall = channel.newCall(DiagnosisGrpc.getWatchIncidentsMethod(), io.grpc.CallOptions.DEFAULT);
@@ -258,6 +274,30 @@ class SessionsAndLimitsTest {
       assertThat(next.received).isNotEmpty();
     });
     nextCall.cancel("done", null);
+  }
+
+  @Test
+  void aWatcherThatStopsReadingIsCutOffByTheBytesOfItsReportsToo() throws Exception {
+    ManagedChannel channel = start(Limits.builder().watcherBacklog(10_000).watcherBacklogBytes(64 * 1024)
+        .diagnoseInterval(Duration.ZERO).build());
+    RankConnection rank = connected(channel, hello("job", 0, 1, 1));
+    var slowCall = channel.newCall(DiagnosisGrpc.getWatchIncidentsMethod(), io.grpc.CallOptions.DEFAULT);
+    Watched slow = Watched.start(slowCall, 0);
+
+    for (int i = 0; i < 500 && !slow.closed.isDone(); i++) {
+      CompletableFuture<ReportEnvelope> report = diagnoseNow(channel, "job", 10_000);
+      answer(rank, rank.next().getDumpRequest());
+      report.get(20, TimeUnit.SECONDS);
+    }
+    Status status = slow.closed.get(5, TimeUnit.SECONDS);
+    assertThat(status.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(status.getDescription()).matches("this watcher fell \\d+ reports behind \\((\\d+) bytes\\) and was "
+        + "cut off; reconnect and read faster");
+    long behind = Long.parseLong(status.getDescription().replaceAll(".*\\((\\d+) bytes\\).*", "$1"));
+    assertThat(behind).as("cut off by the bytes, with dozens of reports to go before the count")
+        .isBetween(32 * 1024L, 64 * 1024L);
+    assertThat(daemon.daemon().registry().budget().refusals().get(StateBudget.State.WATCHERS))
+        .containsEntry(StateBudget.Scope.WATCHER, 1L);
   }
 
   /** A raw WatchIncidents call whose reads are counted out by hand. */

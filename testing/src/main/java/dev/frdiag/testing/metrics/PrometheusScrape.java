@@ -11,6 +11,12 @@ import java.util.Map;
 
 /** A daemon's Prometheus endpoint on loopback, scraped as Prometheus would and parsed. */
 public final class PrometheusScrape {
+  /**
+   * One client for every scrape, as Prometheus keeps one connection to a target: a client per scrape left a
+   * connection open for each, and the daemon bounds the connections one client address may hold.
+   */
+  private static final HttpClient CLIENT = HttpClient.newHttpClient();
+
   private PrometheusScrape() {}
 
   /**
@@ -19,7 +25,7 @@ public final class PrometheusScrape {
    * @throws IllegalStateException when the endpoint does not answer 200 with the text format
    */
   public static Map<String, Double> samples(int port) throws IOException, InterruptedException {
-    HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(
+    HttpResponse<String> r = CLIENT.send(HttpRequest.newBuilder(URI.create(
         "http://127.0.0.1:" + port + "/metrics")).timeout(Duration.ofSeconds(5)).build(),
         HttpResponse.BodyHandlers.ofString());
     String type = r.headers().firstValue("content-type").orElse("");
