@@ -1,8 +1,5 @@
 package dev.frdiag.report;
 
-import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
-import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonProperty;
 import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.Diagnosis;
@@ -40,19 +37,14 @@ import java.util.TreeMap;
  * @param lateness for a straggler analysis, how late each rank arrived at the window's collectives; null (left out
  *     of the JSON) otherwise
  */
-// "exclude" is derived: written for readers, never read back into the record.
-@JsonIgnoreProperties(value = "exclude", allowGetters = true)
+// What ReportJson leaves out of the document (empty scheduler and group progress, null fabric and lateness) reads
+// back as it was written; "exclude" is derived, written for readers and never read back into the record.
 public record Report(String schema, String reportId, String job, Verdict verdict, Symptom symptom,
     String headline, List<Integer> culpritRanks, List<String> culpritHosts, CollectiveRef collective,
     double confidence, List<Evidence> evidence, Instant createdAt, Trigger trigger, List<TimelineEntry> timeline,
     List<Culprit> culprits, List<StuckCollective> stuckCollectives, List<Diagnosis.RankGroup> rankStates,
     String recommendation,
-    // Left out of the JSON when empty: offline reports have no scheduler, and their documents stay as they were.
-    @JsonInclude(JsonInclude.Include.NON_EMPTY) Map<String, String> scheduler,
-    // Left out when empty, like the scheduler: reports written before it existed read back unchanged.
-    @JsonInclude(JsonInclude.Include.NON_EMPTY) List<GroupProgress> groupProgress,
-    @JsonInclude(JsonInclude.Include.NON_NULL) FabricMap fabric,
-    @JsonInclude(JsonInclude.Include.NON_NULL) Lateness lateness) {
+    Map<String, String> scheduler, List<GroupProgress> groupProgress, FabricMap fabric, Lateness lateness) {
 
   public static final String SCHEMA = "frdiag.report/v1";
 
@@ -61,8 +53,6 @@ public record Report(String schema, String reportId, String job, Verdict verdict
    * hosts when what went wrong sits on them (a GPU, a process, a node's network); empty for a program bug, a
    * fabric-wide fault or a stall whose cause may be the program, since another host would not help there.
    */
-  @JsonProperty("exclude")
-  @JsonInclude(JsonInclude.Include.NON_EMPTY)
   public List<String> exclude() {
     boolean onTheHost = verdict == Verdict.HANG && (symptom == Symptom.GPU_STALL || symptom == Symptom.DEAD_RANK
         || symptom == Symptom.NODE_NETWORK);

@@ -1,6 +1,5 @@
 package dev.frdiag.report;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.RecordComponent;
@@ -16,11 +15,11 @@ import java.util.Set;
  */
 final class ReportFields {
   /**
-   * The fields a report may leave null, by their path with list indexes left out, besides those its JSON leaves out
-   * when null ({@code @JsonInclude(NON_NULL)}: {@code fabric}, {@code lateness}): a report with no stuck operation
-   * (no hang, a log-only verdict) names no collective, and says so.
+   * The fields a report may leave null, by their path with list indexes left out: a report with no stuck operation
+   * (no hang, a log-only verdict) names no collective, and says so; {@code fabric} and {@code lateness} belong to
+   * network and straggler verdicts only, and the JSON leaves them out when null.
    */
-  private static final Set<String> MAY_BE_NULL = Set.of("collective");
+  private static final Set<String> MAY_BE_NULL = Set.of("collective", "fabric", "lateness");
   /** The lists whose elements may be null: a straggler's lateness in a time bucket where it joined no collective. */
   private static final Set<String> MAY_HOLD_NULL = Set.of("lateness.ranks.late_by_bucket_ns");
   /** Nesting deeper than any report has: a document built to exhaust the stack is refused, not followed. */
@@ -38,9 +37,9 @@ final class ReportFields {
     value(report, "", "", false, 0);
   }
 
-  private static void value(Object value, String path, String shape, boolean optional, int depth) {
+  private static void value(Object value, String path, String shape, boolean nullable, int depth) {
     if (value == null) {
-      if (!optional && !MAY_BE_NULL.contains(shape)) {
+      if (!nullable && !MAY_BE_NULL.contains(shape)) {
         throw new IllegalArgumentException("not a frdiag report: field " + path + " is missing or null");
       }
       return;
@@ -51,9 +50,8 @@ final class ReportFields {
     if (value instanceof Record r) {
       for (RecordComponent c : r.getClass().getRecordComponents()) {
         String name = JSON_NAMES.translate(c.getName());
-        JsonInclude include = c.getAccessor().getAnnotation(JsonInclude.class);
         value(read(r, c), path.isEmpty() ? name : path + "." + name, shape.isEmpty() ? name : shape + "." + name,
-            include != null && include.value() == JsonInclude.Include.NON_NULL, depth + 1);
+            false, depth + 1);
       }
     } else if (value instanceof List<?> list) {
       for (int i = 0; i < list.size(); i++) {
