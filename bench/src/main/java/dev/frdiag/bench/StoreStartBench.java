@@ -27,7 +27,8 @@ import java.util.stream.Stream;
  * Prints how long a daemon takes to read its stored reports at start, and what fleet memory adds: N reports
  * (default 100,000: 2,000 jobs of 50, GPU stalls and fabric hangs from real {@code fr-demo} reports, on 1,024 hosts,
  * over 60 days) are written to a data dir, then each paired run loads the store alone, rebuilds fleet memory from
- * it, and starts a whole daemon on it, in alternating order, with the machine's load before each. Usage:
+ * it, and starts a whole daemon on it, in alternating order, with the machine's load before each. Before the pairs,
+ * it removes the store's summary index and loads the store once without it (every report read whole). Usage:
  * {@code java -Xmx8g -cp bench/target/frdiag-bench.jar dev.frdiag.bench.StoreStartBench [reports] [pairs] [dir]};
  * a {@code dir} given is kept, and its reports are read again by the next run instead of written anew.
  */
@@ -49,6 +50,15 @@ public final class StoreStartBench {
       System.out.printf("wrote %d reports (%d MB of JSON) under %s in %.1f s%n", reports, bytes >> 20, dir,
           (System.nanoTime() - t0) / 1e9);
     }
+    // The summary index is what a start reads; without it (a data dir from before it existed, or one whose index
+    // was removed) the store reads every report whole once and writes the index anew.
+    Path index = dir.resolve("reports").resolve("summaries.jsonl");
+    Files.deleteIfExists(index);
+    long t0 = System.nanoTime();
+    int indexed = new ReportStore(dir).jobs().size();
+    System.out.printf("load1 %s: store load with no summary index (reads every report whole, writes the index): "
+        + "%.2f s, %d jobs, index %d MB%n", Files.readString(Path.of("/proc/loadavg")).split(" ")[0],
+        (System.nanoTime() - t0) / 1e9, indexed, Files.size(index) >> 20);
     List<Double> store = new ArrayList<>();
     List<Double> fleet = new ArrayList<>();
     List<Double> daemon = new ArrayList<>();

@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.fleet;
 
 import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.daemon.store.StoredReport;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportSink;
 import java.time.Clock;
@@ -30,13 +31,13 @@ public final class Fleet implements ReportSink {
     this.clock = Objects.requireNonNull(clock, "clock");
   }
 
-  /** Reads every report {@code store} holds, without alerting on any (they are history). */
+  /** Reads the summary of every report {@code store} holds, without alerting on any (they are history). */
   public Fleet rebuild(ReportStore store) {
     long t0 = System.nanoTime();
     Instant now = clock.instant();
     long reports = 0;
     for (String job : store.jobs()) {
-      for (Report r : store.list(job)) {
+      for (StoredReport r : store.list(job)) {
         memory.add(r, now, false);
         reports++;
       }
@@ -54,7 +55,7 @@ public final class Fleet implements ReportSink {
 
   @Override
   public void accept(Report report) {
-    for (Standing s : memory.add(report, clock.instant(), true)) {
+    for (Standing s : memory.add(StoredReport.of(report), clock.instant(), true)) {
       log.warn("fleet: {}: {} (score {}); drain: {}", s.part().display(), s.summary(),
           String.format(java.util.Locale.ROOT, "%.2f", s.score()), s.drain().isEmpty() ? "-" : s.drain());
       for (Consumer<Standing> l : listeners) {

@@ -2,7 +2,7 @@ package dev.frdiag.daemon.fleet;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.proto.v1.Symptom;
-import dev.frdiag.report.Report;
+import dev.frdiag.daemon.store.StoredReport;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -71,7 +71,7 @@ public final class FleetMemory {
    * with it, each once until its score falls below again; without, only reads it (the rebuild at start, which must
    * not alert on history: {@link #settle} then marks the parts already there as alerted).
    */
-  public List<Standing> add(Report report, Instant now, boolean alert) {
+  public List<Standing> add(StoredReport report, Instant now, boolean alert) {
     Map<Part, Sightings.Role> seen = Sightings.of(report);
     if (seen.isEmpty()) {
       return List.of();
@@ -125,7 +125,7 @@ public final class FleetMemory {
   }
 
   @GuardedBy("lock")
-  private void record(Tally t, Report report, long at, boolean culprit) {
+  private void record(Tally t, StoredReport report, long at, boolean culprit) {
     JobTally j = t.jobs.get(report.job());
     if (j == null) {
       j = new JobTally();

@@ -1,17 +1,16 @@
 package dev.frdiag.daemon.fleet;
 
-import dev.frdiag.analysis.Culprit;
 import dev.frdiag.analysis.FabricMap;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
-import dev.frdiag.report.Report;
+import dev.frdiag.daemon.store.StoredReport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Which parts one report blames or marks; a pure function of the report.
+ * Which parts one report blames or marks; a pure function of the report's summary (what the store keeps of it).
  *
  * <p>Only hangs count, and not a program mismatch: ranks that issued different collectives do so on any host, so
  * their hosts are not at fault (docs/DIAGNOSIS.md, "Fleet memory"). A culprit host counts as a culprit; its GPU
@@ -33,7 +32,7 @@ public final class Sightings {
   }
 
   /** The parts {@code report} names, each once, culprits first; empty for reports that blame no hardware. */
-  public static Map<Part, Role> of(Report report) {
+  public static Map<Part, Role> of(StoredReport report) {
     Map<Part, Role> parts = new TreeMap<>();
     if (!counts(report)) {
       return parts;
@@ -44,9 +43,9 @@ public final class Sightings {
       }
     }
     if (report.symptom() == Symptom.GPU_STALL) {
-      for (Culprit c : report.culprits()) {
-        if (known(c.host()) && c.cudaDevice() >= 0) {
-          parts.put(gpu(c.host(), c.cudaDevice()), Role.CULPRIT);
+      for (StoredReport.Gpu g : report.culpritGpus()) {
+        if (known(g.host())) {
+          parts.put(gpu(g.host(), g.device()), Role.CULPRIT);
         }
       }
     }
@@ -86,7 +85,7 @@ public final class Sightings {
   }
 
   /** True for the reports fleet memory reads: hangs blaming something other than the program. */
-  static boolean counts(Report report) {
+  static boolean counts(StoredReport report) {
     return report.verdict() == Verdict.HANG && report.symptom() != Symptom.MISMATCH;
   }
 

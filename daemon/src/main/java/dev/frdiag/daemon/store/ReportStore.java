@@ -14,9 +14,11 @@ import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -35,8 +37,14 @@ import org.slf4j.LoggerFactory;
  * Reports on disk, so they survive a daemon restart: {@code <dataDir>/reports/<job>/<reportId>.json} plus a
  * Markdown rendering beside it. A report is served and announced only once it is on disk (written, flushed,
  * renamed); one that cannot be written (disk full, read-only) is kept in memory, retried, and announced when it
- * lands. The index is rebuilt from the files at start; a file that cannot be read is logged and skipped, never
- * fatal, and never overwritten.
+ * lands.
+ *
+ * <p>In memory the store keeps a {@link StoredReport} per report, not the report: listing, retention and fleet
+ * memory read those, and {@link #get} reads the report's file. The summaries are also appended to
+ * {@code reports/summaries.jsonl} as reports are written, so a start reads that one file instead of every report:
+ * a report file the index does not know (or knows at another size or time) is read whole, an index line whose file
+ * is gone is dropped, and the index is written anew when it was missing, damaged or behind. A report file that
+ * cannot be read is logged and skipped, never fatal, and never overwritten.
  */
 public final class ReportStore {
   private static final Logger log = LoggerFactory.getLogger(ReportStore.class);
@@ -48,8 +56,15 @@ public final class ReportStore {
   private static final String PROBE = ".write-probe";
   /** How {@link #writeDurably} names the file it writes before renaming it. */
   private static final String TEMPORARY = ".tmp";
+  /** The summary index beside the job directories; never a job's directory, since it is a file. */
+  static final String INDEX = "summaries.jsonl";
+  /** Index lines of removed reports tolerated before the index is written anew (and at least as many as live). */
+  static final int STALE_LINES_BEFORE_COMPACTION = 10_000;
   /** Reports kept in memory while the disk refuses them; beyond this the oldest is given up. */
   static final int MAX_PENDING = 1000;
+  /** A job's reports oldest first: by number (more digits is a larger number), then by text. */
+  private static final Comparator<StoredReport> BY_NUMBER = Comparator.comparingInt(
+      (StoredReport r) -> r.reportId().length()).thenComparing(StoredReport::reportId);
 
   /** Writes one file; the seam tests use to make the disk full or read-only. */
   @FunctionalInterface
@@ -61,25 +76,37 @@ public final class ReportStore {
   private record Pending(Report report, Consumer<Report> onDurable) {}
 
   private final Path root;
+  private final Path index;
   private final FileWriter writer;
   private final Retention retention;
   private final java.time.Clock clock;
   private final Object lock = new Object();
-  /** Job → reports, oldest first. */
+  /** Job → summaries, oldest first. */
   @GuardedBy("lock")
-  private final Map<String, List<Report>> byJob = new TreeMap<>();
+  private final Map<String, List<StoredReport>> byJob = new TreeMap<>();
+  /** Report id → its index line: what {@link #get} finds, and what a compaction writes. */
+  @GuardedBy("lock")
+  private final Map<String, SummaryIndex.Line> byId = new HashMap<>();
   /** Job → the last report number used. */
   @GuardedBy("lock")
   private final Map<String, Long> counters = new HashMap<>();
   @GuardedBy("lock")
   private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+  /** Orders appends to the index and its compaction; taken before {@link #lock}, never inside it. */
+  private final Object indexLock = new Object();
+  /** Lines in the index file whose reports retention removed since it was last written whole. */
+  @GuardedBy("indexLock")
+  private long staleLines;
   private final AtomicLong writeErrors = new AtomicLong();
   private volatile boolean healthy = true;
   /** What the disk said when it last refused a write; null when it never did. */
   private volatile String refusal;
+  /** Whether an append to the index failed, so that the next one writes it whole. */
+  @GuardedBy("indexLock")
+  private boolean indexBroken;
 
   /**
-   * Opens (creating if needed) the store under {@code dataDir} and loads its index. Files that are not readable
+   * Opens (creating if needed) the store under {@code dataDir} and loads its summaries. Files that are not readable
    * reports are logged and left where they are.
    *
    * @throws UncheckedIOException when the directory cannot be created or listed
@@ -96,22 +123,15 @@ public final class ReportStore {
   /** A store that keeps only what {@code retention} allows, judged by {@code clock}. */
   public ReportStore(Path dataDir, FileWriter writer, Retention retention, java.time.Clock clock) {
     this.root = dataDir.resolve("reports");
+    this.index = root.resolve(INDEX);
     this.writer = writer;
     this.retention = retention;
     this.clock = clock;
     try {
       Files.createDirectories(root);
-      synchronized (lock) {
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(root)) {
-          for (Path entry : entries) {
-            if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS) && Contract.JOB_ID.matcher(entry.getFileName().toString()).matches()) {
-              load(entry);
-            } else if (entry.getFileName().toString().startsWith(PROBE)) {
-              removeLeftover(entry, "the write probe of a daemon that stopped while starting");
-            } else {
-              log.warn("ignoring {}: not a job's report directory", entry);
-            }
-          }
+      synchronized (indexLock) {
+        synchronized (lock) {
+          load();
         }
       }
     } catch (IOException e) {
@@ -120,23 +140,57 @@ public final class ReportStore {
     probeWritable();
   }
 
-  /** Finds out at start, not at the first hang, that reports cannot be written here. */
-  private void probeWritable() {
-    Path probe = root.resolve(PROBE);
-    try {
-      writer.write(probe, "frdiag write probe\n");
-      Files.deleteIfExists(probe);
-    } catch (IOException | RuntimeException e) {
-      healthy = false;
-      refusal = e.getMessage();
-      log.error("cannot write reports under {}: {}; new reports are kept in memory and written when it can be",
-          root, e.getMessage());
-    }
-  }
+  /** A report file whose summary is not in the index (or not as the file is now): read whole. */
+  private record Unindexed(String job, String reportId, Path file, BasicFileAttributes attributes) {}
 
   @GuardedBy("lock")
-  private void load(Path jobDir) throws IOException {
+  private void load() throws IOException {
+    long t0 = System.nanoTime();
+    SummaryIndex.Contents known = SummaryIndex.read(index);
+    Map<String, SummaryIndex.Line> lines = known.lines();
+    List<Unindexed> unindexed = new ArrayList<>();
+    int fromIndex = 0;
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(root)) {
+      for (Path entry : entries) {
+        String name = entry.getFileName().toString();
+        if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS) && Contract.JOB_ID.matcher(name).matches()) {
+          fromIndex += load(entry, lines, unindexed);
+        } else if (name.startsWith(PROBE)) {
+          removeLeftover(entry, "the write probe of a daemon that stopped while starting");
+        } else if (name.equals(INDEX + TEMPORARY)) {
+          removeLeftover(entry, "a summary index write that never finished (the daemon stopped while writing it)");
+        } else if (!name.equals(INDEX)) {
+          log.warn("ignoring {}: not a job's report directory", entry);
+        }
+      }
+    }
+    // Reading whole reports is what start-up spends its time on when the index is missing: both cores do it.
+    List<SummaryIndex.Line> read = unindexed.parallelStream().map(ReportStore::readSummary)
+        .filter(java.util.Objects::nonNull).toList();
+    for (SummaryIndex.Line l : read) {
+      add(l);
+    }
+    byJob.values().forEach(reports -> reports.sort(BY_NUMBER));
+    // What is left in the index names files that are gone or changed.
+    boolean behind = known.damaged() > 0 || !lines.isEmpty() || !read.isEmpty() || known.missing() && !byId.isEmpty();
+    if (known.damaged() > 0) {
+      log.warn("ignoring what is damaged in {} ({} of its lines); those reports were read from their files", index,
+          known.damaged());
+    }
+    if (behind) {
+      compact();
+    }
+    log.info("report store: {} reports of {} jobs in {} ms ({} from {}, {} read whole, {} index lines dropped)",
+        byId.size(), byJob.size(), (System.nanoTime() - t0) / 1_000_000, fromIndex, INDEX, unindexed.size(),
+        lines.size());
+  }
+
+  /** Lists one job's directory; returns how many of its reports the index gave. */
+  @GuardedBy("lock")
+  private int load(Path jobDir, Map<String, SummaryIndex.Line> lines, List<Unindexed> unindexed)
+      throws IOException {
     String job = jobDir.getFileName().toString();
+    int fromIndex = 0;
     try (DirectoryStream<Path> files = Files.newDirectoryStream(jobDir)) {
       for (Path file : files) {
         String name = file.getFileName().toString();
@@ -158,41 +212,108 @@ public final class ReportStore {
           log.warn("ignoring {}: not a report file", file);
           continue;
         }
-        var m = REPORT_ID.matcher(name.substring(0, name.length() - ".json".length()));
+        String id = name.substring(0, name.length() - ".json".length());
+        var m = REPORT_ID.matcher(id);
         if (!m.matches() || !m.group(1).equals(job)) {
           log.warn("ignoring {}: not named as a report of job {} (<job>-<6 to 18 digits>.json)", file, job);
           continue;
         }
         // Even an unreadable report keeps its number, so a new report never overwrites it.
         counters.merge(job, Long.parseLong(m.group(2)), Math::max);
+        BasicFileAttributes attributes;
+        try {
+          attributes = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (IOException e) {
+          log.warn("skipping unreadable report file {}: {}", file, e.toString());
+          continue;
+        }
         // Only plain files: a symlink to /dev/zero or a FIFO must neither hang nor exhaust start-up.
-        if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+        if (!attributes.isRegularFile()) {
           log.warn("skipping {}: not a regular file", file);
           continue;
         }
-        try {
-          long size = Files.size(file);
-          if (size > MAX_REPORT_BYTES) {
-            throw new IllegalArgumentException(size + " bytes is more than a report's " + MAX_REPORT_BYTES);
-          }
-          Report r = ReportJson.read(Files.readString(file, StandardCharsets.UTF_8));
-          if (r == null) {
-            throw new IllegalArgumentException("it holds no report");
-          }
-          if (!job.equals(r.job())) {
-            throw new IllegalArgumentException("it belongs to job " + r.job() + ", not " + job);
-          }
-          index(r);
-        } catch (IOException | RuntimeException e) {
-          // Whatever is wrong with one file (truncated, garbage, "null", a missing field) must not cost the others.
-          log.warn("skipping unreadable report file {}: {}", file,
-              e.getMessage() == null ? e.toString() : e.getMessage());
+        SummaryIndex.Line line = lines.remove(id);
+        if (line != null && line.describes(job, id, attributes)) {
+          add(line);
+          fromIndex++;
+        } else {
+          unindexed.add(new Unindexed(job, id, file, attributes));
         }
       }
     }
-    List<Report> reports = byJob.get(job);
-    if (reports != null) {
-      reports.sort(Comparator.comparing(Report::reportId));
+    return fromIndex;
+  }
+
+  /** The summary of a report file read whole; null (logged) when it is not a good report of its job and name. */
+  private static SummaryIndex.Line readSummary(Unindexed u) {
+    try {
+      Report r = readReport(u.file(), u.attributes().size());
+      if (!u.job().equals(r.job())) {
+        throw new IllegalArgumentException("it belongs to job " + r.job() + ", not " + u.job());
+      }
+      if (!u.reportId().equals(r.reportId())) {
+        throw new IllegalArgumentException("it is report " + r.reportId() + ", not " + u.reportId());
+      }
+      return SummaryIndex.Line.of(StoredReport.of(r), u.attributes());
+    } catch (IOException | RuntimeException e) {
+      // Whatever is wrong with one file (truncated, garbage, "null", a missing field) must not cost the others.
+      log.warn("skipping unreadable report file {}: {}", u.file(), e.getMessage() == null ? e.toString()
+          : e.getMessage());
+      return null;
+    }
+  }
+
+  /** The whole report in {@code file}, validated. */
+  private static Report readReport(Path file, long size) throws IOException {
+    if (size > MAX_REPORT_BYTES) {
+      throw new IllegalArgumentException(size + " bytes is more than a report's " + MAX_REPORT_BYTES);
+    }
+    Report r = ReportJson.read(Files.readString(file, StandardCharsets.UTF_8));
+    if (r == null) {
+      throw new IllegalArgumentException("it holds no report");
+    }
+    return r;
+  }
+
+  @GuardedBy("lock")
+  private void add(SummaryIndex.Line line) {
+    StoredReport r = line.report();
+    byJob.computeIfAbsent(r.job(), j -> new ArrayList<>()).add(r);
+    byId.put(r.reportId(), line);
+  }
+
+  /**
+   * Writes the index anew from the summaries in memory: at start when it was missing, damaged or behind, and when
+   * lines of removed reports outnumber the live ones. A write the disk refuses is logged; the next start reads the
+   * files the index misses.
+   */
+  @GuardedBy("indexLock")
+  private void compact() {
+    List<SummaryIndex.Line> live;
+    synchronized (lock) {
+      live = new ArrayList<>(byId.values());
+    }
+    try {
+      writer.write(index, SummaryIndex.text(live));
+      staleLines = 0;
+      indexBroken = false;
+    } catch (IOException | RuntimeException e) {
+      log.warn("cannot write the summary index {}: {}; the next start reads the report files it misses", index,
+          e.getMessage());
+    }
+  }
+
+  /** Finds out at start, not at the first hang, that reports cannot be written here. */
+  private void probeWritable() {
+    Path probe = root.resolve(PROBE);
+    try {
+      writer.write(probe, "frdiag write probe\n");
+      Files.deleteIfExists(probe);
+    } catch (IOException | RuntimeException e) {
+      healthy = false;
+      refusal = e.getMessage();
+      log.error("cannot write reports under {}: {}; new reports are kept in memory and written when it can be",
+          root, e.getMessage());
     }
   }
 
@@ -207,16 +328,6 @@ public final class ReportStore {
     } catch (IOException e) {
       log.warn("ignoring {}: {}, and it cannot be removed: {}", file, what, e.getMessage());
     }
-  }
-
-  @GuardedBy("lock")
-  private void index(Report r) {
-    var m = REPORT_ID.matcher(r.reportId());
-    if (!m.matches() || !m.group(1).equals(r.job())) {
-      throw new IllegalArgumentException("report id '" + r.reportId() + "' does not belong to job " + r.job());
-    }
-    byJob.computeIfAbsent(r.job(), j -> new ArrayList<>()).add(r);
-    counters.merge(r.job(), Long.parseLong(m.group(2)), Math::max);
   }
 
   /** The id the next report of {@code job} gets: "job-000001", "job-000002", … */
@@ -332,11 +443,41 @@ public final class ReportStore {
       return false;
     }
     healthy = true;
-    synchronized (lock) {
-      byJob.computeIfAbsent(report.job(), j -> new ArrayList<>()).add(report);
-    }
+    indexed(StoredReport.of(report), dir.resolve(report.reportId() + ".json"));
     prune(report.job());
     return true;
+  }
+
+  /**
+   * Adds the summary of a report just written to memory and to the index, flushed: a report on disk but not in the
+   * index (a stop between the two, an append the disk refused) is only read whole at the next start.
+   */
+  private void indexed(StoredReport summary, Path file) {
+    synchronized (indexLock) {
+      SummaryIndex.Line line;
+      try {
+        line = SummaryIndex.Line.of(summary, Files.readAttributes(file, BasicFileAttributes.class,
+            LinkOption.NOFOLLOW_LINKS));
+      } catch (IOException e) {
+        // A line no file matches: the next start reads the report whole.
+        line = new SummaryIndex.Line(-1, -1, summary);
+      }
+      synchronized (lock) {
+        add(line);
+      }
+      try {
+        if (indexBroken) {
+          // A refused append may have left part of a line, which the next line would be glued to.
+          compact();
+        } else {
+          SummaryIndex.append(index, line);
+        }
+      } catch (IOException | RuntimeException e) {
+        indexBroken = true;
+        log.warn("cannot add report {} to the summary index {}: {}; the next start reads its file",
+            summary.reportId(), index, e.getMessage());
+      }
+    }
   }
 
   private static void deleteQuietly(Path file) {
@@ -349,19 +490,24 @@ public final class ReportStore {
 
   /** Removes the job's reports the retention no longer allows, oldest first; never the newest. */
   private void prune(String job) {
-    List<Report> gone = new ArrayList<>();
+    List<StoredReport> gone = new ArrayList<>();
     synchronized (lock) {
-      List<Report> reports = byJob.get(job);
+      List<StoredReport> reports = byJob.get(job);
       if (reports == null) {
         return;
       }
       java.time.Instant cutoff = retention.maxAge().isZero() ? null : clock.instant().minus(retention.maxAge());
       while (reports.size() > 1 && ((retention.perJob() > 0 && reports.size() > retention.perJob())
           || (cutoff != null && reports.get(0).createdAt().isBefore(cutoff)))) {
-        gone.add(reports.remove(0));
+        StoredReport r = reports.remove(0);
+        byId.remove(r.reportId());
+        gone.add(r);
       }
     }
-    for (Report r : gone) {
+    if (gone.isEmpty()) {
+      return;
+    }
+    for (StoredReport r : gone) {
       Path dir = root.resolve(r.job());
       try {
         // The JSON first: a crash between the two leaves a stray Markdown file, never a report without it.
@@ -370,6 +516,17 @@ public final class ReportStore {
         log.info("report {} removed: retention {}", r.reportId(), retention);
       } catch (IOException e) {
         log.warn("cannot remove report {} past its retention: {}", r.reportId(), e.getMessage());
+      }
+    }
+    synchronized (indexLock) {
+      staleLines += gone.size();
+      int live;
+      synchronized (lock) {
+        live = byId.size();
+      }
+      // Keeps the index file within twice what is stored, however long the daemon runs.
+      if (staleLines > Math.max(STALE_LINES_BEFORE_COMPACTION, live)) {
+        compact();
       }
     }
   }
@@ -398,37 +555,73 @@ public final class ReportStore {
     }
   }
 
-  /** Reports of {@code job}, newest first. */
-  public List<Report> list(String job) {
+  /** Reports of {@code job}, newest first, as summaries. */
+  public List<StoredReport> list(String job) {
     synchronized (lock) {
-      List<Report> reports = new ArrayList<>(byJob.getOrDefault(job, List.of()));
+      List<StoredReport> reports = new ArrayList<>(byJob.getOrDefault(job, List.of()));
       java.util.Collections.reverse(reports);
       return reports;
     }
   }
 
-  /** The newest report of {@code job}. */
-  public Optional<Report> latest(String job) {
+  /** The summary of the newest report of {@code job}. */
+  public Optional<StoredReport> latest(String job) {
     synchronized (lock) {
-      List<Report> reports = byJob.get(job);
+      List<StoredReport> reports = byJob.get(job);
       return reports == null || reports.isEmpty() ? Optional.empty() : Optional.of(reports.get(reports.size() - 1));
     }
   }
 
-  public Optional<Report> get(String reportId) {
-    var m = REPORT_ID.matcher(reportId);
-    if (!m.matches()) {
-      return Optional.empty();
-    }
+  /** The summary of report {@code reportId}; empty when the store holds no such report. */
+  public Optional<StoredReport> find(String reportId) {
     synchronized (lock) {
-      return byJob.getOrDefault(m.group(1), List.of()).stream()
-          .filter(r -> r.reportId().equals(reportId)).findFirst();
+      SummaryIndex.Line line = byId.get(reportId);
+      return line == null ? Optional.empty() : Optional.of(line.report());
+    }
+  }
+
+  /**
+   * The whole report {@code reportId}, read from its file; empty when the store holds no such report.
+   *
+   * @throws ReportUnreadableException when the store holds it but its file can no longer be read
+   */
+  public Optional<Report> get(String reportId) {
+    return find(reportId).map(this::read);
+  }
+
+  /**
+   * The whole report {@code summary} summarises, read from its file.
+   *
+   * @throws ReportUnreadableException when its file can no longer be read as that report
+   */
+  public Report read(StoredReport summary) {
+    Path file = path(summary.job(), summary.reportId());
+    try {
+      BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class,
+          LinkOption.NOFOLLOW_LINKS);
+      if (!attributes.isRegularFile()) {
+        throw new IllegalArgumentException("not a regular file");
+      }
+      Report r = readReport(file, attributes.size());
+      if (!r.reportId().equals(summary.reportId()) || !r.job().equals(summary.job())) {
+        throw new IllegalArgumentException("it holds report " + r.reportId() + " of job " + r.job());
+      }
+      return r;
+    } catch (NoSuchFileException e) {
+      throw new ReportUnreadableException(summary.reportId(), file, "the file is gone");
+    } catch (IOException | RuntimeException e) {
+      throw new ReportUnreadableException(summary.reportId(), file, e.getMessage() == null ? e.toString()
+          : e.getMessage());
     }
   }
 
   /** Where the files of {@code reportId} are (the JSON path). */
   public Path pathOf(Report report) {
-    return root.resolve(report.job()).resolve(report.reportId() + ".json");
+    return path(report.job(), report.reportId());
+  }
+
+  private Path path(String job, String reportId) {
+    return root.resolve(job).resolve(reportId + ".json");
   }
 
   private static void requireJobId(String job) {

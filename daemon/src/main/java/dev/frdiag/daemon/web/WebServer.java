@@ -10,6 +10,8 @@ import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.settings.Connections;
 import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.daemon.store.ReportUnreadableException;
+import dev.frdiag.daemon.store.StoredReport;
 import dev.frdiag.proto.v1.JobSummary;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportHtml;
@@ -27,6 +29,8 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.function.Consumer;
 import javax.net.ssl.SSLContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The daemon's web view on its own HTTP(S) port: the jobs ({@code /}), a job's reports ({@code /jobs/J}), one
@@ -39,6 +43,7 @@ import javax.net.ssl.SSLContext;
  * the daemon's other ports.
  */
 public final class WebServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(WebServer.class);
   /** Pages run only their own inline script and style, and load nothing from anywhere. */
   static final String CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; "
       + "script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -143,19 +148,27 @@ public final class WebServer implements AutoCloseable {
     if (path.startsWith("/reports/")) {
       String id = decode(path.substring("/reports/".length()));
       boolean json = id.endsWith(".json");
-      Optional<Report> report = store.get(json ? id.substring(0, id.length() - 5) : id);
-      if (report.isPresent() && !who.get().mayRead(report.get().job())) {
+      Optional<StoredReport> found = store.find(json ? id.substring(0, id.length() - 5) : id);
+      if (found.isPresent() && !who.get().mayRead(found.get().job())) {
         denied.accept("not_reader");
-        report = Optional.empty();
+        found = Optional.empty();
       }
-      if (report.isEmpty()) {
+      if (found.isEmpty()) {
         // The same answer whether the report does not exist or is another job's: ids are not to be probed.
         return error(404, "No such report", "There is no report by that id that you may read.");
       }
-      return json ? new Response(200, "application/json; charset=utf-8", ReportJson.write(report.get()))
-          : Response.page(200, ReportHtml.page(report.get(), List.of(new ReportHtml.Link("all jobs", "/"),
-              new ReportHtml.Link("reports of " + report.get().job(), "/jobs/" + encode(report.get().job())),
-              new ReportHtml.Link("JSON", "/reports/" + encode(report.get().reportId()) + ".json"))));
+      Report report;
+      try {
+        report = store.read(found.get());
+      } catch (ReportUnreadableException e) {
+        log.warn("{}", e.getMessage());
+        return error(500, "Report unreadable", "Report " + found.get().reportId() + " is stored, but its file "
+            + "can no longer be read; the daemon's log says why.");
+      }
+      return json ? new Response(200, "application/json; charset=utf-8", ReportJson.write(report))
+          : Response.page(200, ReportHtml.page(report, List.of(new ReportHtml.Link("all jobs", "/"),
+              new ReportHtml.Link("reports of " + report.job(), "/jobs/" + encode(report.job())),
+              new ReportHtml.Link("JSON", "/reports/" + encode(report.reportId()) + ".json"))));
     }
     return error(404, "Not found", "Nothing is served at " + path + ".");
   }
@@ -187,12 +200,12 @@ public final class WebServer implements AutoCloseable {
         + "<th>ranks</th><th>connected</th><th>lost</th><th>incident</th><th>newest report</th></tr>");
     names.stream().sorted().filter(who::mayRead).forEach(name -> {
       JobSummary s = live.get(name);
-      Optional<Report> latest = store.latest(name);
+      Optional<StoredReport> latest = store.latest(name);
       b.append("<tr><td><a href=\"/jobs/").append(encode(name)).append("\">").append(h(name)).append("</a></td><td>")
           .append(s == null ? "" : s.getWorldSize()).append("</td><td>").append(s == null ? "" : s.getRanksConnected())
           .append("</td><td>").append(s == null ? "" : s.getRanksLost()).append("</td><td>")
           .append(s != null && s.getIncidentOpen() ? "open" : "").append("</td><td>");
-      latest.ifPresent(r -> b.append(link(r)).append(' ').append(h(r.verdict() + " " + r.symptom())));
+      latest.ifPresent(r -> b.append(link(r.reportId())).append(' ').append(h(r.verdict() + " " + r.symptom())));
       b.append("</td></tr>");
     });
     return ReportHtml.document("frdiag jobs", fleet == null ? List.of()
@@ -204,8 +217,8 @@ public final class WebServer implements AutoCloseable {
     StringBuilder b = new StringBuilder("<section><h1>Reports of ").append(h(job))
         .append("</h1><table class=\"list\" id=\"reports\"><tr><th>report</th><th>created</th><th>trigger</th>"
             + "<th>verdict</th><th>culprits</th><th>headline</th></tr>");
-    for (Report r : store.list(job)) {
-      b.append("<tr><td>").append(link(r)).append("</td><td>")
+    for (StoredReport r : store.list(job)) {
+      b.append("<tr><td>").append(link(r.reportId())).append("</td><td>")
           .append(h(r.createdAt().truncatedTo(ChronoUnit.SECONDS).toString())).append("</td><td>")
           .append(h(r.trigger().wire())).append("</td><td>").append(h(r.verdict() + " " + r.symptom()))
           .append("</td><td>").append(h(Ranks.compact(r.culpritRanks()))).append("</td><td>")
@@ -215,8 +228,8 @@ public final class WebServer implements AutoCloseable {
         b.append("</table></section>").toString());
   }
 
-  private static String link(Report r) {
-    return "<a href=\"/reports/" + encode(r.reportId()) + "\">" + h(r.reportId()) + "</a>";
+  private static String link(String reportId) {
+    return "<a href=\"/reports/" + encode(reportId) + "\">" + h(reportId) + "</a>";
   }
 
   static String encode(String segment) {

@@ -12,6 +12,8 @@ import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.registry.StateBudget;
 import dev.frdiag.daemon.store.ReportNotStoredException;
 import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.daemon.store.ReportUnreadableException;
+import dev.frdiag.daemon.store.StoredReport;
 import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.DiagnoseNowRequest;
 import dev.frdiag.proto.v1.DiagnosisGrpc;
@@ -46,9 +48,12 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** The Diagnosis service: what users and tools ask. A thin adapter over the registry, store and investigator. */
 public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
+  private static final Logger log = LoggerFactory.getLogger(DiagnosisService.class);
   /** Parts {@code ListParts} answers with when the request sets no limit. */
   static final int DEFAULT_PARTS = 1000;
   private final JobRegistry registry;
@@ -88,10 +93,15 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
 
   /** The wire form of a stored report. */
   public static ReportEnvelope envelope(Report r) {
-    return ReportEnvelope.newBuilder().setSummary(ReportSummary.newBuilder().setReportId(r.reportId())
-            .setJobId(r.job()).setVerdict(r.verdict()).setSymptom(r.symptom()).addAllCulpritRanks(r.culpritRanks())
-            .setCreatedAtMs(r.createdAt().toEpochMilli()).setHeadline(r.headline()))
-        .setReportJson(ReportJson.write(r)).build();
+    return ReportEnvelope.newBuilder().setSummary(summary(StoredReport.of(r))).setReportJson(ReportJson.write(r))
+        .build();
+  }
+
+  /** The wire form of a stored report's summary. */
+  static ReportSummary summary(StoredReport r) {
+    return ReportSummary.newBuilder().setReportId(r.reportId()).setJobId(r.job()).setVerdict(r.verdict())
+        .setSymptom(r.symptom()).addAllCulpritRanks(r.culpritRanks()).setCreatedAtMs(r.createdAt().toEpochMilli())
+        .setHeadline(r.headline()).build();
   }
 
   @Override
@@ -166,8 +176,8 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
       return;
     }
     ListReportsResponse.Builder b = ListReportsResponse.newBuilder();
-    for (Report r : store.list(request.getJobId())) {
-      b.addReports(envelope(r).getSummary());
+    for (StoredReport r : store.list(request.getJobId())) {
+      b.addReports(summary(r));
     }
     out.onNext(b.build());
     out.onCompleted();
@@ -175,11 +185,21 @@ public final class DiagnosisService extends DiagnosisGrpc.DiagnosisImplBase {
 
   @Override
   public void getReport(GetReportRequest request, StreamObserver<ReportEnvelope> out) {
-    Report r = store.get(request.getReportId()).filter(found -> Access.caller().mayRead(found.job())).orElse(null);
-    if (r == null) {
+    StoredReport found = store.find(request.getReportId()).filter(s -> Access.caller().mayRead(s.job()))
+        .orElse(null);
+    if (found == null) {
       // The same answer whether the report does not exist or is another job's: ids are not to be probed.
       out.onError(Status.NOT_FOUND.withDescription("no report '" + MessageValidator.abbreviate(
           request.getReportId()) + "'").asRuntimeException());
+      return;
+    }
+    Report r;
+    try {
+      r = store.read(found);
+    } catch (ReportUnreadableException e) {
+      log.warn("{}", e.getMessage());
+      out.onError(Status.DATA_LOSS.withDescription("report " + found.reportId() + " is stored, but its file can no "
+          + "longer be read; the daemon's log says why").asRuntimeException());
       return;
     }
     out.onNext(envelope(r));

@@ -1,6 +1,7 @@
 package dev.frdiag.daemon.store;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
@@ -72,10 +73,10 @@ class ReportStoreTest {
     Report b1 = saved(before, "b");
 
     ReportStore after = new ReportStore(dataDir);
-    assertThat(after.list("a")).containsExactly(a2, a1);
-    assertThat(after.list("b")).containsExactly(b1);
+    assertThat(after.list("a")).containsExactly(StoredReport.of(a2), StoredReport.of(a1));
+    assertThat(after.list("b")).containsExactly(StoredReport.of(b1));
     assertThat(after.get("a-000001")).contains(a1);
-    assertThat(after.latest("a")).contains(a2);
+    assertThat(after.latest("a")).contains(StoredReport.of(a2));
     assertThat(after.nextReportId("a")).isEqualTo("a-000003");
     assertThat(after.nextReportId("b")).isEqualTo("b-000002");
     assertThat(after.nextReportId("c")).isEqualTo("c-000001");
@@ -108,7 +109,7 @@ class ReportStoreTest {
 
     ReportStore after = new ReportStore(dataDir);
 
-    assertThat(after.list("a")).containsExactly(good);
+    assertThat(after.list("a")).containsExactly(StoredReport.of(good));
     assertThat(after.list("b")).isEmpty();
     assertThat(warnings()).hasSize(5);
     for (Path file : List.of(garbage, literalNull, truncated, empty, otherJobs)) {
@@ -137,7 +138,7 @@ class ReportStoreTest {
 
     ReportStore after = new ReportStore(dataDir);
 
-    assertThat(after.list("a")).containsExactly(good);
+    assertThat(after.list("a")).containsExactly(StoredReport.of(good));
     assertThat(warnings()).containsExactlyInAnyOrder(
         "removed " + partial + ": a report write that never finished (the daemon stopped while writing it)",
         "removed " + partialMarkdown + ": a report write that never finished (the daemon stopped while writing it)",
@@ -158,7 +159,7 @@ class ReportStoreTest {
 
     ReportStore after = new ReportStore(dataDir);
 
-    assertThat(after.list("a")).containsExactly(good);
+    assertThat(after.list("a")).containsExactly(StoredReport.of(good));
     assertThat(warnings()).containsExactly("skipping unreadable report file " + nullHeadline
         + ": not a frdiag report: field headline is missing or null");
     assertThat(after.nextReportId("a")).isEqualTo("a-000003");
@@ -174,11 +175,88 @@ class ReportStoreTest {
 
     ReportStore after = new ReportStore(dataDir);
 
-    assertThat(after.list("a")).containsExactly(good);
+    assertThat(after.list("a")).containsExactly(StoredReport.of(good));
     assertThat(warnings()).containsExactlyInAnyOrder(
         "ignoring " + stray + ": not a report file",
         "ignoring " + looseFile + ": not a job's report directory",
         "ignoring " + badDir + ": not a job's report directory");
+  }
+
+  @Test
+  void aReportWhoseFileIsDamagedAfterStartStaysListedAndReadingItSaysWhichFileAndWhy() throws IOException {
+    ReportStore store = new ReportStore(dataDir);
+    Report a1 = saved(store, "a");
+    Report a2 = saved(store, "a");
+    Report b1 = saved(store, "b");
+    String json = Files.readString(store.pathOf(a1));
+    write(store.pathOf(a1), json.substring(0, json.length() / 2));
+    Files.delete(store.pathOf(b1));
+
+    assertThatThrownBy(() -> store.get("a-000001")).isInstanceOf(ReportUnreadableException.class)
+        .hasMessageStartingWith("report a-000001 is stored but its file " + store.pathOf(a1)
+            + " cannot be read: not a frdiag report: ");
+    assertThatThrownBy(() -> store.get("b-000001")).isInstanceOf(ReportUnreadableException.class)
+        .hasMessage("report b-000001 is stored but its file " + store.pathOf(b1) + " cannot be read: the file is gone");
+    // Nothing else is lost: the list, the other report, the next id.
+    assertThat(store.list("a")).containsExactly(StoredReport.of(a2), StoredReport.of(a1));
+    assertThat(store.get("a-000002")).contains(a2);
+    assertThat(store.nextReportId("a")).isEqualTo("a-000003");
+    assertThat(store.get("a-000009")).isEmpty();
+  }
+
+  @Test
+  void aRestartReadsTheSummaryIndexAndReadsWholeOnlyTheFilesItDoesNotDescribe() throws IOException {
+    ReportStore before = new ReportStore(dataDir);
+    Report a1 = saved(before, "a");
+    Report a2 = saved(before, "a");
+    Report a3 = saved(before, "a");
+    Report b1 = saved(before, "b");
+    Path index = dataDir.resolve("reports").resolve(ReportStore.INDEX);
+    assertThat(Files.readAllLines(index)).hasSize(4);
+    // Since the index was written: one report removed, one written by another hand, one replaced by another
+    // version, and the index's last line cut short by a stop in the middle of an append.
+    Files.delete(before.pathOf(a1));
+    Files.delete(jobDir("a").resolve("a-000001.md"));
+    Report a4 = report("a-000004", "a");
+    write(jobDir("a").resolve("a-000004.json"), ReportJson.write(a4));
+    Report b1Again = ReportJson.read(ReportJson.write(b1).replace("rank 1 never issued", "rank 1 never ever issued"));
+    write(before.pathOf(b1), ReportJson.write(b1Again));
+    String lines = Files.readString(index);
+    write(index, lines + lines.substring(0, 40));
+
+    ReportStore after = new ReportStore(dataDir);
+
+    assertThat(after.list("a")).containsExactly(StoredReport.of(a4), StoredReport.of(a3), StoredReport.of(a2));
+    assertThat(after.list("b")).containsExactly(StoredReport.of(b1Again));
+    assertThat(after.get("b-000001")).contains(b1Again);
+    assertThat(warnings()).containsExactly("ignoring what is damaged in " + index + " (1 of its lines); those "
+        + "reports were read from their files");
+    // Written anew: one line per report stored, and a third start agrees without a warning.
+    assertThat(Files.readAllLines(index)).hasSize(4);
+    logged.list.clear();
+    assertThat(new ReportStore(dataDir).list("a")).isEqualTo(after.list("a"));
+    assertThat(warnings()).isEmpty();
+  }
+
+  @Test
+  void withoutItsSummaryIndexTheStoreReadsEveryFileAndWritesTheIndexAgain() throws IOException {
+    ReportStore before = new ReportStore(dataDir);
+    Report a1 = saved(before, "a");
+    Report a2 = saved(before, "a");
+    Path index = dataDir.resolve("reports").resolve(ReportStore.INDEX);
+    Files.delete(index);
+    // A file changed since it was indexed is read whole, and refused like any other bad report.
+    Path nullHeadline = before.pathOf(a2);
+
+    ReportStore after = new ReportStore(dataDir);
+    assertThat(after.list("a")).containsExactly(StoredReport.of(a2), StoredReport.of(a1));
+    assertThat(Files.readAllLines(index)).hasSize(2);
+
+    write(nullHeadline, ReportJson.write(a2).replaceFirst("\"headline\" : \"[^\"]*\"", "\"headline\" : null"));
+    ReportStore again = new ReportStore(dataDir);
+    assertThat(again.list("a")).containsExactly(StoredReport.of(a1));
+    assertThat(warnings()).containsExactly("skipping unreadable report file " + nullHeadline
+        + ": not a frdiag report: field headline is missing or null");
   }
 
   private static Path write(Path file, String content) throws IOException {
@@ -199,7 +277,7 @@ class ReportStoreTest {
 
     ReportStore restarted = new ReportStore(dataDir);
 
-    assertThat(restarted.list("job")).extracting(Report::reportId).containsExactly("job-000001");
+    assertThat(restarted.list("job")).extracting(StoredReport::reportId).containsExactly("job-000001");
     assertThat(restarted.get("job-000001")).isPresent();
     assertThat(warnings()).anySatisfy(w -> assertThat(w).contains("job-000002.json"))
         .anySatisfy(w -> assertThat(w).contains("job-000003.json").contains("not a regular file"))
@@ -220,7 +298,7 @@ class ReportStoreTest {
     ReportStore restarted = new ReportStore(dataDir);
     Report next = saved(restarted, "job");
     assertThat(restarted.get(next.reportId())).as("the new report %s", next.reportId()).isPresent();
-    assertThat(restarted.list("job")).extracting(Report::reportId).contains(next.reportId(), "job-000001");
+    assertThat(restarted.list("job")).extracting(StoredReport::reportId).contains(next.reportId(), "job-000001");
   }
 
   @Test
@@ -294,7 +372,7 @@ class ReportStoreTest {
     for (int i = 0; i < 5; i++) {
       saved(store, "job");
     }
-    assertThat(store.list("job")).extracting(Report::reportId).containsExactly("job-000005", "job-000004",
+    assertThat(store.list("job")).extracting(StoredReport::reportId).containsExactly("job-000005", "job-000004",
         "job-000003");
     assertThat(Files.exists(jobDir("job").resolve("job-000001.json"))).isFalse();
     assertThat(Files.exists(jobDir("job").resolve("job-000001.md"))).isFalse();
@@ -306,6 +384,6 @@ class ReportStoreTest {
         new Retention(0, java.time.Duration.ofDays(30)), java.time.Clock.fixed(now, java.time.ZoneOffset.UTC));
     saved(aged, "job");
     saved(aged, "job");
-    assertThat(aged.list("job")).extracting(Report::reportId).containsExactly("job-000002");
+    assertThat(aged.list("job")).extracting(StoredReport::reportId).containsExactly("job-000002");
   }
 }

@@ -7,6 +7,7 @@ import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.daemon.store.StoredReport;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
@@ -120,7 +121,8 @@ class WatchdogTest {
   /** The trigger of every report written, oldest first, as the report's JSON states it. */
   private List<String> triggers() {
     List<String> out = new ArrayList<>();
-    for (Report r : store.list("job")) {
+    for (StoredReport stored : store.list("job")) {
+      Report r = store.read(stored);
       try {
         out.add(0, new ObjectMapper().readTree(ReportJson.write(r)).get("trigger").asText());
       } catch (java.io.IOException e) {
