@@ -298,6 +298,8 @@ public final class ReportStore {
       staleLines = 0;
       indexBroken = false;
     } catch (IOException | RuntimeException e) {
+      // The next append writes it whole again rather than add to a file that misses lines.
+      indexBroken = true;
       log.warn("cannot write the summary index {}: {}; the next start reads the report files it misses", index,
           e.getMessage());
     }
@@ -564,8 +566,17 @@ public final class ReportStore {
     }
   }
 
+  /**
+   * The newest report of {@code job}, whole, read from its file.
+   *
+   * @throws ReportUnreadableException when its file can no longer be read
+   */
+  public Optional<Report> latest(String job) {
+    return latestSummary(job).map(this::read);
+  }
+
   /** The summary of the newest report of {@code job}. */
-  public Optional<StoredReport> latest(String job) {
+  public Optional<StoredReport> latestSummary(String job) {
     synchronized (lock) {
       List<StoredReport> reports = byJob.get(job);
       return reports == null || reports.isEmpty() ? Optional.empty() : Optional.of(reports.get(reports.size() - 1));

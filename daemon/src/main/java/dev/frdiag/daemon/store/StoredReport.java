@@ -25,7 +25,7 @@ public record StoredReport(String reportId, String job, Instant createdAt, Repor
   /** A culprit's GPU: the host it sits on and its CUDA device ordinal. */
   public record Gpu(String host, int device) {
     public Gpu {
-      Objects.requireNonNull(host, "host");
+      host = Objects.requireNonNull(host, "host").intern();
     }
   }
 
@@ -37,8 +37,10 @@ public record StoredReport(String reportId, String job, Instant createdAt, Repor
     Objects.requireNonNull(verdict, "verdict");
     Objects.requireNonNull(symptom, "symptom");
     Objects.requireNonNull(headline, "headline");
+    // A job's name and a host's stand in many summaries: one copy each, whoever read them.
+    job = job.intern();
     culpritRanks = List.copyOf(culpritRanks);
-    culpritHosts = List.copyOf(culpritHosts);
+    culpritHosts = culpritHosts.stream().map(String::intern).toList();
     culpritGpus = List.copyOf(culpritGpus);
   }
 

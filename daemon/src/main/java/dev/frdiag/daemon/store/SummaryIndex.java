@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.JsonSerializer;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializerProvider;
 import com.fasterxml.jackson.databind.module.SimpleModule;
@@ -46,6 +47,7 @@ final class SummaryIndex {
       .enable(DeserializationFeature.FAIL_ON_MISSING_CREATOR_PROPERTIES)
       .registerModule(new SimpleModule("frdiag.summaries").addSerializer(Instant.class, new InstantText())
           .addDeserializer(Instant.class, new InstantParser()));
+  private static final ObjectReader LINE = JSON.readerFor(Line.class);
 
   private SummaryIndex() {}
 
@@ -109,7 +111,7 @@ final class SummaryIndex {
   /** The line's summary; null when it is not one. */
   private static Line parse(String line) {
     try {
-      return JSON.readValue(line, Line.class);
+      return LINE.readValue(line);
     } catch (JsonProcessingException | RuntimeException e) {
       return null;
     }

@@ -200,7 +200,7 @@ public final class WebServer implements AutoCloseable {
         + "<th>ranks</th><th>connected</th><th>lost</th><th>incident</th><th>newest report</th></tr>");
     names.stream().sorted().filter(who::mayRead).forEach(name -> {
       JobSummary s = live.get(name);
-      Optional<StoredReport> latest = store.latest(name);
+      Optional<StoredReport> latest = store.latestSummary(name);
       b.append("<tr><td><a href=\"/jobs/").append(encode(name)).append("\">").append(h(name)).append("</a></td><td>")
           .append(s == null ? "" : s.getWorldSize()).append("</td><td>").append(s == null ? "" : s.getRanksConnected())
           .append("</td><td>").append(s == null ? "" : s.getRanksLost()).append("</td><td>")

@@ -76,7 +76,8 @@ class ReportStoreTest {
     assertThat(after.list("a")).containsExactly(StoredReport.of(a2), StoredReport.of(a1));
     assertThat(after.list("b")).containsExactly(StoredReport.of(b1));
     assertThat(after.get("a-000001")).contains(a1);
-    assertThat(after.latest("a")).contains(StoredReport.of(a2));
+    assertThat(after.latest("a")).contains(a2);
+    assertThat(after.latestSummary("a")).contains(StoredReport.of(a2));
     assertThat(after.nextReportId("a")).isEqualTo("a-000003");
     assertThat(after.nextReportId("b")).isEqualTo("b-000002");
     assertThat(after.nextReportId("c")).isEqualTo("c-000001");

@@ -88,6 +88,27 @@ class WebViewTest {
   }
 
   @Test
+  void aReportWhoseFileWasDamagedSinceStartIsA500PageAndTheListsStillServe() throws Exception {
+    start(accessFile());
+    Report a1 = stored("a");
+    Report a2 = stored("a");
+    Files.writeString(daemon.store().pathOf(a1), "{\"schema\": \"frdiag.report/v1\", \"report_id\"");
+
+    HttpResponse<String> page = get("/reports/" + a1.reportId(), READER_A);
+    assertThat(page.statusCode()).isEqualTo(500);
+    assertThat(page.body()).contains("Report a-000001 is stored, but its file can no longer be read; the daemon&#39;s "
+        + "log says why.").doesNotContain(dataDir.toString());
+    assertThat(get("/reports/" + a1.reportId() + ".json", READER_A).statusCode()).isEqualTo(500);
+    assertThat(get("/jobs/a", READER_A).body()).contains(a1.reportId(), a2.reportId());
+    assertThat(get("/", READER_A).body()).contains(a2.reportId());
+    assertThat(ReportJson.read(get("/reports/" + a2.reportId() + ".json", READER_A).body())).isEqualTo(a2);
+    // Another job's damaged report is no more visible than its healthy one.
+    Report b = stored("b");
+    Files.delete(daemon.store().pathOf(b));
+    assertThat(get("/reports/" + b.reportId(), READER_A).statusCode()).isEqualTo(404);
+  }
+
+  @Test
   void aReaderSeesItsJobsReportsAndPagesAndNothingOfAnotherJob() throws Exception {
     start(accessFile());
     Report a = stored("a");

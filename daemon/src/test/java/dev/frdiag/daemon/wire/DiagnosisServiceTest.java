@@ -132,6 +132,22 @@ class DiagnosisServiceTest {
   }
 
   @Test
+  void aReportWhoseFileWasDamagedSinceItWasWrittenIsDataLossAndTheOthersStillServe() throws Exception {
+    connect("job");
+    diagnoseNow("job");
+    ReportEnvelope second = diagnoseNow("job");
+    java.nio.file.Files.writeString(dataDir.resolve("reports/job/job-000001.json"), "null");
+
+    assertStatus(() -> diagnosis.getReport(GetReportRequest.newBuilder().setReportId("job-000001").build()),
+        Status.Code.DATA_LOSS, "report job-000001 is stored, but its file can no longer be read; the daemon's log "
+            + "says why");
+    assertThat(diagnosis.listReports(ListReportsRequest.newBuilder().setJobId("job").build()).getReportsList())
+        .extracting(ReportSummary::getReportId).containsExactly("job-000002", "job-000001");
+    assertThat(diagnosis.getReport(GetReportRequest.newBuilder().setReportId("job-000002").build()))
+        .isEqualTo(second);
+  }
+
+  @Test
   void unknownJobIsNotFoundForEveryQuestionAboutIt() {
     String described = "unknown job 'nosuchjob'";
     assertStatus(() -> diagnosis.getJobStatus(GetJobStatusRequest.newBuilder().setJobId("nosuchjob").build()),
