@@ -2,7 +2,9 @@ package dev.frdiag.report;
 
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.lang.reflect.RecordComponent;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -27,49 +29,121 @@ final class ReportFields {
   private static final PropertyNamingStrategies.NamingBase JSON_NAMES =
       (PropertyNamingStrategies.NamingBase) PropertyNamingStrategies.SNAKE_CASE;
 
+  /** A record type's component as the check walks it: its accessor and its JSON name. */
+  private record Component(Method accessor, String name) {}
+
+  private static final ClassValue<List<Component>> COMPONENTS = new ClassValue<>() {
+    @Override
+    protected List<Component> computeValue(Class<?> type) {
+      List<Component> components = new ArrayList<>();
+      for (RecordComponent c : type.getRecordComponents()) {
+        components.add(new Component(c.getAccessor(), JSON_NAMES.translate(c.getName())));
+      }
+      return List.copyOf(components);
+    }
+  };
+
   private ReportFields() {}
+
+  /**
+   * Where a value sits in the document. Spelled out only for a value that is refused or null: a report holds
+   * thousands of values, and building each one's path as text took longer than reading the report.
+   *
+   * @param name a field's JSON name; null for a list element, a map key or a map value
+   * @param index a list element's index, or -1
+   * @param key a map entry's key, for a value and (with {@code name} null and {@code index} -2) a key
+   */
+  private record Where(Where parent, String name, int index, Object key) {
+    static final Where ROOT = new Where(null, null, -1, null);
+
+    Where field(String n) {
+      return new Where(this, n, -1, null);
+    }
+
+    Where element(int i) {
+      return new Where(this, null, i, null);
+    }
+
+    Where mapKey() {
+      return new Where(this, null, -2, null);
+    }
+
+    Where mapValue(Object k) {
+      return new Where(this, null, -1, k);
+    }
+
+    /** "culprits[0].host". */
+    String path() {
+      if (parent == null) {
+        return "";
+      }
+      String up = parent.path();
+      if (name != null) {
+        return up.isEmpty() ? name : up + "." + name;
+      }
+      if (index >= 0) {
+        return up + "[" + index + "]";
+      }
+      return index == -2 ? up + " key" : up + "." + key;
+    }
+
+    /** The path with list indexes left out and map values as {@code *}: "culprits.host". */
+    String shape() {
+      if (parent == null) {
+        return "";
+      }
+      String up = parent.shape();
+      if (name != null) {
+        return up.isEmpty() ? name : up + "." + name;
+      }
+      if (index >= 0) {
+        return up;
+      }
+      return index == -2 ? up + " key" : up + ".*";
+    }
+  }
 
   /**
    * @throws IllegalArgumentException naming the first field that is missing or null, as the JSON spells it
    *     ({@code "culprits[0].host"})
    */
   static void check(Report report) {
-    value(report, "", "", false, 0);
+    value(report, Where.ROOT, false, 0);
   }
 
-  private static void value(Object value, String path, String shape, boolean nullable, int depth) {
+  private static void value(Object value, Where where, boolean nullable, int depth) {
     if (value == null) {
-      if (!nullable && !MAY_BE_NULL.contains(shape)) {
-        throw new IllegalArgumentException("not a frdiag report: field " + path + " is missing or null");
+      if (!nullable && !MAY_BE_NULL.contains(where.shape())) {
+        throw new IllegalArgumentException("not a frdiag report: field " + where.path() + " is missing or null");
       }
       return;
     }
     if (depth > MAX_DEPTH) {
-      throw new IllegalArgumentException("not a frdiag report: field " + path + " is nested too deep");
+      throw new IllegalArgumentException("not a frdiag report: field " + where.path() + " is nested too deep");
     }
     if (value instanceof Record r) {
-      for (RecordComponent c : r.getClass().getRecordComponents()) {
-        String name = JSON_NAMES.translate(c.getName());
-        value(read(r, c), path.isEmpty() ? name : path + "." + name, shape.isEmpty() ? name : shape + "." + name,
-            false, depth + 1);
+      for (Component c : COMPONENTS.get(r.getClass())) {
+        value(read(r, c.accessor()), where.field(c.name()), false, depth + 1);
       }
     } else if (value instanceof List<?> list) {
       for (int i = 0; i < list.size(); i++) {
-        value(list.get(i), path + "[" + i + "]", shape, MAY_HOLD_NULL.contains(shape), depth + 1);
+        Object element = list.get(i);
+        value(element, where.element(i), element == null && MAY_HOLD_NULL.contains(where.shape()), depth + 1);
       }
     } else if (value instanceof Map<?, ?> map) {
       for (Map.Entry<?, ?> e : map.entrySet()) {
-        value(e.getKey(), path + " key", shape + " key", false, depth + 1);
-        value(e.getValue(), path + "." + e.getKey(), shape + ".*", false, depth + 1);
+        value(e.getKey(), where.mapKey(), false, depth + 1);
+        value(e.getValue(), where.mapValue(e.getKey()), false, depth + 1);
       }
     }
   }
 
-  private static Object read(Record r, RecordComponent c) {
+  private static Object read(Record r, Method accessor) {
     try {
-      return c.getAccessor().invoke(r);
+      return accessor.invoke(r);
     } catch (IllegalAccessException | InvocationTargetException e) {
-      throw new IllegalStateException("cannot read " + c.getName() + " of " + r.getClass().getSimpleName(), e);
+      throw new IllegalStateException("cannot read " + accessor.getName() + " of " + r.getClass().getSimpleName(),
+          e);
     }
   }
 }
