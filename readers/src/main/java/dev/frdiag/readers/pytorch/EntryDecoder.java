@@ -357,6 +357,13 @@ final class EntryDecoder {
     if (position < KEY_COUNT && k != null && lastKeyObjects[position] == k) {
       return lastKeys[position];
     }
+    return newKey(position, k);
+  }
+
+  // The methods an entry calls once per field are kept under the client compiler's inlining limit (35 bytes of
+  // bytecode): what they do rarely (look a key up, build a message) is in methods of its own.
+
+  private Key newKey(int position, Object k) {
     Key key = k instanceof String text ? Key.BY_NAME.get(text) : null;
     if (position < KEY_COUNT) {
       lastKeyObjects[position] = k;
@@ -376,9 +383,13 @@ final class EntryDecoder {
 
   private static long required(Object[] f, Key key, Object where) {
     if (!has(f, key)) {
-      throw new DumpProblem(where + ": missing key '" + key.text + "'");
+      throw missing(key, where);
     }
     return integerOf(get(f, key), where, key);
+  }
+
+  private static DumpProblem missing(Key key, Object where) {
+    return new DumpProblem(where + ": missing key '" + key.text + "'");
   }
 
   private static long optional(Object[] f, Key key, Object where, long absent) {
@@ -389,13 +400,12 @@ final class EntryDecoder {
   // entries.
 
   private static long integerOf(Object v, Object where, Key key) {
-    if (v instanceof Integer i) {
-      return i;
-    }
-    if (v instanceof Long l) {
-      return l;
-    }
-    return integer(v, new At(where, key.text));
+    return v instanceof Integer ? (Integer) v : notInt(v, where, key);
+  }
+
+  /** Times in nanoseconds come as Long (LONG1); anything else is checked and named. */
+  private static long notInt(Object v, Object where, Key key) {
+    return v instanceof Long ? (Long) v : integer(v, new At(where, key.text));
   }
 
   private static String stringOf(Object v, Object where, Key key) {
@@ -403,7 +413,11 @@ final class EntryDecoder {
   }
 
   private static boolean boolOf(Object v, Object where, Key key) {
-    return v instanceof Boolean b ? b : bool(v, new At(where, key.text));
+    return v instanceof Boolean ? (Boolean) v : notBool(v, where, key);
+  }
+
+  private static boolean notBool(Object v, Object where, Key key) {
+    return bool(v, new At(where, key.text));
   }
 
   private CollectiveState state(Object[] f, Object where) {
@@ -430,7 +444,10 @@ final class EntryDecoder {
     if (v == null) {
       return 0;
     }
-    long t = integerOf(v, where, key);
+    return nonNegative(integerOf(v, where, key), where, key);
+  }
+
+  private static long nonNegative(long t, Object where, Key key) {
     if (t < 0) {
       throw new DumpProblem(where + ": '" + key.text + "' is negative (" + t + ")");
     }
@@ -512,9 +529,10 @@ final class EntryDecoder {
   /** The id of the field's {@link RepeatedLists.Shared} list, {@link #ABSENT_ID} when absent, else NOT_SHARED. */
   private static int sharedId(Object[] f, Key key) {
     Object v = f[key.ordinal()];
-    if (v == ABSENT) {
-      return ABSENT_ID;
-    }
+    return v == ABSENT ? ABSENT_ID : idOf(v);
+  }
+
+  private static int idOf(Object v) {
     return v instanceof RepeatedLists.Shared shared && shared.id >= 0 ? shared.id : NOT_SHARED;
   }
 

@@ -77,6 +77,7 @@ final class PickleDecoder {
   private static final int K_TUPLE = 6;
   private static final int K_LIST = 7;
   private static final int K_DICT = 8;
+  // The containers, lists and dicts, are the highest kinds: memoValue tests for them with one comparison.
   private static final String[] KIND_NAMES = {"?", "a string", "an int", "a float", "a bool", "None", "a tuple",
       "a list", "a dict"};
 
@@ -159,15 +160,11 @@ final class PickleDecoder {
       }
       opStart = pos;
       op = data[pos++] & 0xff;
-      if (isForbidden(op)) {
-        throw new DumpProblem("pickle opcode " + opName(op) + " at byte " + opStart
-            + " is not allowed in a Flight Recorder dump");
+      if (top == stack.length) {
+        // Room for the one value an opcode may push, made here so that push itself stays small.
+        grow();
       }
-      if (!isAllowed(op)) {
-        throw new DumpProblem(isKnown(op)
-            ? "pickle opcode " + opName(op) + " at byte " + opStart + " is not used by Flight Recorder dumps"
-            : "invalid pickle opcode " + opName(op) + " at byte " + opStart);
-      }
+      // Every case below is an allowed opcode (PickleOpcodes.isAllowed); anything else is refused by the default.
       switch (op) {
         case PROTO -> {
           int version = u8();
@@ -301,20 +298,41 @@ final class PickleDecoder {
         case MEMOIZE -> put(memoSize);
         case BINGET -> get(u8());
         case LONG_BINGET -> get(u32());
-        default -> throw new IllegalStateException("opcode " + opName(op) + " is allowed but not handled");
+        default -> throw refused();
       }
     }
+  }
+
+  /** Why {@link #op}, which the decoder has no case for, is refused. */
+  private RuntimeException refused() {
+    if (isForbidden(op)) {
+      return new DumpProblem("pickle opcode " + opName(op) + " at byte " + opStart
+          + " is not allowed in a Flight Recorder dump");
+    }
+    if (!isAllowed(op)) {
+      return new DumpProblem(isKnown(op)
+          ? "pickle opcode " + opName(op) + " at byte " + opStart + " is not used by Flight Recorder dumps"
+          : "invalid pickle opcode " + opName(op) + " at byte " + opStart);
+    }
+    return new IllegalStateException("opcode " + opName(op) + " is allowed but not handled");
   }
 
   private DumpProblem problem(String what) {
     return new DumpProblem("pickle opcode " + opName(op) + " at byte " + opStart + ": " + what);
   }
 
+  // The small methods every opcode calls keep their failures in methods of their own: the client compiler inlines
+  // only methods of up to 35 bytes of bytecode (C1MaxInlineSize), and building a message takes more than that.
+
   private void need(long n) {
     if (end - pos < n) {
-      throw new DumpProblem(TRUNCATED + opStart + " of " + end + ": " + opName(op) + " needs "
-          + n + " more bytes but " + (end - pos) + " remain");
+      throw truncated(n);
     }
+  }
+
+  private DumpProblem truncated(long n) {
+    return new DumpProblem(TRUNCATED + opStart + " of " + end + ": " + opName(op) + " needs "
+        + n + " more bytes but " + (end - pos) + " remain");
   }
 
   /** A little-endian two's complement integer of {@code n} bytes, as LONG1 and LONG4 carry it. */
@@ -409,13 +427,15 @@ final class PickleDecoder {
     return kind | (long) containers++ << 4;
   }
 
+  /** Pushes a value; {@link #run} made room for it, as no opcode pushes more than one. */
   private void push(long kind, Object value) {
-    if (top == stack.length) {
-      stack = Arrays.copyOf(stack, top * 2);
-      values = Arrays.copyOf(values, top * 2);
-    }
     stack[top] = kind;
     values[top++] = value;
+  }
+
+  private void grow() {
+    stack = Arrays.copyOf(stack, top * 2);
+    values = Arrays.copyOf(values, top * 2);
   }
 
   @SuppressWarnings("unchecked")
@@ -649,15 +669,28 @@ final class PickleDecoder {
 
   /** The value in memo slot {@code id}, as BINGET would push it. */
   private Object memoValue(long id) {
+    int slot = storedSlot(id);
+    if (((int) memo[slot] & 0xf) >= K_LIST) {
+      fetched(slot);
+    }
+    return memoValues[slot];
+  }
+
+  /** The memo slot {@code id} names, which must have been stored. */
+  private int storedSlot(long id) {
     if (id >= memo.length || memo[(int) id] == 0) {
-      throw problem("memo id " + id + " was never stored");
+      throw neverStored(id);
     }
-    long value = memo[(int) id];
-    int kind = (int) (value & 0xf);
-    if (kind == K_LIST || kind == K_DICT) {
-      shared.set((int) (value >>> 4));
-    }
-    return memoValues[(int) id];
+    return (int) id;
+  }
+
+  /** Notes that the container in memo slot {@code slot} (a list or a dict: the kinds from K_LIST up) is shared now. */
+  private void fetched(int slot) {
+    shared.set((int) (memo[slot] >>> 4));
+  }
+
+  private DumpProblem neverStored(long id) {
+    return problem("memo id " + id + " was never stored");
   }
 
   private void put(long id) {
