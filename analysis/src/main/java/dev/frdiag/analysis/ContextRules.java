@@ -234,8 +234,9 @@ final class ContextRules {
   }
 
   /**
-   * Nothing from the ranks, and every node's NCCL log shows its communicators set up with not one line of trouble:
-   * no sign of a hang. Weak, since a hang that prints nothing looks the same.
+   * Nothing from the ranks, every node's NCCL log free of trouble, and something that shows the run going on or
+   * ending: no hang. Set-up lines alone show neither (a job that hangs at its first collective prints the same), so
+   * they leave the verdict undecided.
    */
   private static Diagnosis noSignOfHang(Diagnosis d, JobEvidence job, NodeFindings f, List<Evidence> extra) {
     if (f.faults() || !job.ranks().isEmpty() || d.verdict() != Verdict.INSUFFICIENT_EVIDENCE
@@ -252,9 +253,12 @@ final class ContextRules {
       return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.5, "No hang: work went on ("
           + completed.get(0).getDetail() + ") and no line reports trouble.", extra, "Nothing to do.");
     }
-    return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.4, "No sign of a hang: NCCL set "
-        + "its communicators up and no line of the logs reports trouble; no rank's watchdog line or Flight "
-        + "Recorder dump is here.", extra,
+    if (f.of(ContextFinding.Kind.CLEAN_TEARDOWN).isEmpty()) {
+      return null;
+    }
+    return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.4, "No sign of a hang: NCCL "
+        + "destroyed its communicators the normal way, as a run does at its end, and no line of the logs reports "
+        + "trouble; no rank's watchdog line or Flight Recorder dump is here.", extra,
         "If the job did hang, add the ranks' training logs (watchdog lines) or Flight Recorder dumps.");
   }
 

@@ -78,14 +78,14 @@ final class NodeFindings {
   }
 
   /**
-   * True when some finding is a fault, not a note, quiet or congested counters, a healthy setup, RAS agreeing or
-   * collectives completing.
+   * True when some finding is a fault, not a note, quiet or congested counters, a healthy setup or a clean
+   * teardown, RAS agreeing or collectives completing.
    */
   boolean faults() {
     return byKind.keySet().stream().anyMatch(k -> k != ContextFinding.Kind.NOTE
         && k != ContextFinding.Kind.QUIET && k != ContextFinding.Kind.CONGESTION
         && k != ContextFinding.Kind.HEALTHY_SETUP && k != ContextFinding.Kind.RAS_CONSISTENT
-        && k != ContextFinding.Kind.PROGRESS);
+        && k != ContextFinding.Kind.PROGRESS && k != ContextFinding.Kind.CLEAN_TEARDOWN);
   }
 
   /**

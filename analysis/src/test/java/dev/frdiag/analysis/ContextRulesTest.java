@@ -161,24 +161,40 @@ class ContextRulesTest {
   }
 
   @Test
-  void nothingFromTheRanksAndEveryNodesLogHealthyIsAWeakNoHang() {
-    Diagnosis d = new Diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), List.of(), null, 0.3,
-        List.of(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), "no rank's records, dump or watchdog line")),
-        List.of(), List.of(), List.of(), "Nothing here says how the ranks stand.", "Collect more evidence.", 0);
+  void nothingFromTheRanksAndEveryNodesLogTornDownCleanlyIsAWeakNoHang() {
+    Diagnosis d = undecided();
+    ContextFinding healthyA = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-a", -1, -1, "", 0, "", "set up", "a");
+    ContextFinding healthyB = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-b", -1, -1, "", 0, "", "set up", "b");
+    ContextFinding tornDownB = finding(ContextFinding.Kind.CLEAN_TEARDOWN, "node-b", -1, -1, "", 0, "",
+        "destroyed", "b");
+    JobEvidence logsOnly = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
+        List.of(node("node-a", healthyA), node("node-b", healthyB, tornDownB)));
+
+    Diagnosis out = ContextRules.apply(d, logsOnly);
+    assertThat(out.verdict()).isEqualTo(Verdict.NO_HANG);
+    assertThat(out.symptom()).isEqualTo(Symptom.NONE);
+    assertThat(out.confidence()).isEqualTo(0.4);
+    assertThat(out.headline()).contains("destroyed its communicators the normal way");
+
+    // One node whose log was not all healthy (or an input that was not read) leaves it undecided.
+    JobEvidence oneUnsure = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
+        List.of(node("node-a", healthyA), node("node-b", tornDownB)));
+    assertThat(ContextRules.apply(d, oneUnsure).verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+  }
+
+  @Test
+  void setUpCommunicatorsAloneShowNoProgressSoTheVerdictStaysUndecided() {
+    // A job that hangs at its first collective prints the same set-up lines as one that runs: no hang needs
+    // something after the set-up (steps, completed tests, a clean teardown).
+    Diagnosis d = undecided();
     ContextFinding healthyA = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-a", -1, -1, "", 0, "", "set up", "a");
     ContextFinding healthyB = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-b", -1, -1, "", 0, "", "set up", "b");
     JobEvidence logsOnly = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
         List.of(node("node-a", healthyA), node("node-b", healthyB)));
 
     Diagnosis out = ContextRules.apply(d, logsOnly);
-    assertThat(out.verdict()).isEqualTo(Verdict.NO_HANG);
-    assertThat(out.symptom()).isEqualTo(Symptom.NONE);
-    assertThat(out.confidence()).isEqualTo(0.4);
-
-    // One node whose log was not all healthy (or an input that was not read) leaves it undecided.
-    JobEvidence oneUnsure = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
-        List.of(node("node-a", healthyA), node("node-b")));
-    assertThat(ContextRules.apply(d, oneUnsure).verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(out.verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
+    assertThat(out.evidence()).extracting(Evidence::kind).contains(Evidence.Kind.NO_FAILURE_LOGGED);
   }
 
   @Test

@@ -35,10 +35,13 @@ class HangCorpusTest {
   static final double WHOLE_TARGET = 0.95;
   /** The share of the held-out split to come out right: the aim. */
   static final double HELD_OUT_TARGET = 0.90;
-  /** Cases of the whole corpus that come out right today; the score can only go up. Raise it as rules improve. */
-  static final int WHOLE_FLOOR = 135;
+  /**
+   * Cases of the whole corpus that come out right today; the score can only go up. Raise it as rules improve. (It
+   * went down once, 135 to 131, when set-up lines alone stopped counting as "no hang": DIAGNOSIS.md §7, §10.)
+   */
+  static final int WHOLE_FLOOR = 131;
   /** Held-out cases that come out right today; raise it only when a change made for training cases lifts it. */
-  static final int HELD_OUT_FLOOR = 26;
+  static final int HELD_OUT_FLOOR = 27;
   /**
    * A wrong answer at this confidence or above is a confident wrong answer, which no excerpt may get: from logs
    * alone the analysis says what it cannot tell rather than guess.

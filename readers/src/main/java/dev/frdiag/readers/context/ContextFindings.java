@@ -259,6 +259,11 @@ public final class ContextFindings {
             .setRank(-1).setDevice(-1).setDetail("NCCL set its communicators up and no line reports trouble")
             .setSource(log.source()));
       }
+      if (log.showsCleanTeardown()) {
+        node.addFindings(ContextFinding.newBuilder().setKind(ContextFinding.Kind.CLEAN_TEARDOWN)
+            .setHost(e.getKey()).setRank(-1).setDevice(-1)
+            .setDetail("NCCL destroyed its communicators the normal way (Destroy COMPLETE)").setSource(log.source()));
+      }
       if (first) {
         // Log-wide facts once, not per host.
         node.addAllFindings(notes);

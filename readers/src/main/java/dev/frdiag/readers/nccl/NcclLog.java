@@ -144,6 +144,14 @@ public final class NcclLog {
         && eventCounts.keySet().stream().allMatch(k -> k == NcclEventKind.COMM_DESTROYED);
   }
 
+  /**
+   * True when the log shows a healthy setup ({@link #showsHealthySetup}) and NCCL destroying communicators the
+   * normal way (Destroy COMPLETE): its processes reached their teardown, which set-up lines alone do not show.
+   */
+  public boolean showsCleanTeardown() {
+    return showsHealthySetup() && eventCounts.getOrDefault(NcclEventKind.COMM_DESTROYED, 0L) > 0;
+  }
+
   /** Lines with an NCCL prefix ({@code host:pid:tid [dev] NCCL INFO|WARN|TRACE|CALL}). */
   public long ncclLineCount() {
     return ncclLines;

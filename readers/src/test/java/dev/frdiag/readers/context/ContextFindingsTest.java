@@ -55,6 +55,24 @@ class ContextFindingsTest {
   }
 
   @Test
+  void setUpLinesMakeAHealthySetupAndOnlyADestroyAlsoACleanTeardown() throws Exception {
+    // Real lines from the corpus: DeepSpeedExamples#310's Init COMPLETE and AKS-RDMA#30's Destroy COMPLETE.
+    String init = "gpu1:5022:5377 [1] NCCL INFO comm 0x4438f540 rank 1 nranks 8 cudaDev 1 busId 52000 - Init COMPLETE";
+    String destroy = "nccl-tests-worker-0:64:229 [1] NCCL INFO comm 0x55ab26dea5d0 rank 1 nranks 16 cudaDev 1 busId "
+        + "200000 - Destroy COMPLETE";
+
+    List<ContextFinding.Kind> setUp = ContextFindings.nodes("job", NcclLogParser.create().parseLines(
+        List.of(init), "init.log")).stream().flatMap(n -> n.getFindingsList().stream()).map(ContextFinding::getKind)
+        .toList();
+    List<ContextFinding.Kind> ended = ContextFindings.nodes("job", NcclLogParser.create().parseLines(
+        List.of(init, destroy), "ended.log")).stream().flatMap(n -> n.getFindingsList().stream())
+        .map(ContextFinding::getKind).toList();
+
+    assertThat(setUp).contains(ContextFinding.Kind.HEALTHY_SETUP).doesNotContain(ContextFinding.Kind.CLEAN_TEARDOWN);
+    assertThat(ended).contains(ContextFinding.Kind.HEALTHY_SETUP, ContextFinding.Kind.CLEAN_TEARDOWN);
+  }
+
+  @Test
   void aRankNoConnectionLinePlacesIsBoundToItsGpuOnly() throws Exception {
     NcclLog log = NcclLogParser.create().parseLines(List.of(
         "a:1:1 [3] NCCL INFO ncclCommInitRank comm 0xa0 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId 3b000 commId "

@@ -423,9 +423,20 @@ class NcclLogParserTest {
     assertThat(log.events()).singleElement().extracting(NcclEvent::kind, NcclEvent::domain)
         .containsExactly(NcclEventKind.COMM_DESTROYED, FaultDomain.NOISE);
     assertThat(log.showsHealthySetup()).isTrue();
+    assertThat(log.showsCleanTeardown()).isTrue();
     // ncclCommAbort is the error path (PyTorch aborts its communicators after a timeout or an NCCL error).
-    assertThat(parseText(destroy + "w1:71:225 [6] NCCL INFO comm 0x55c149dda4a0 rank 14 nranks 16 cudaDev 6 busId "
-        + "d00000 - Abort COMPLETE\n").showsHealthySetup()).isFalse();
+    NcclLog aborted = parseText(destroy + "w1:71:225 [6] NCCL INFO comm 0x55c149dda4a0 rank 14 nranks 16 cudaDev 6 "
+        + "busId d00000 - Abort COMPLETE\n");
+    assertThat(aborted.showsHealthySetup()).isFalse();
+    assertThat(aborted.showsCleanTeardown()).isFalse();
+  }
+
+  @Test
+  void setUpLinesAloneAreNoTeardown() throws Exception {
+    NcclLog log = parseText("node0:11:11 [0] NCCL INFO comm 0x55ab26dea5d0 rank 0 nranks 2 cudaDev 0 busId 1000 "
+        + "commId 0x7d0ad8c4b5ba0c4e - Init COMPLETE\n");
+    assertThat(log.showsHealthySetup()).isTrue();
+    assertThat(log.showsCleanTeardown()).isFalse();
   }
 
   @Test
