@@ -39,7 +39,7 @@ class HangCorpusTest {
    * Cases of the whole corpus that come out right today; the score can only go up. Raise it as rules improve. (It
    * went down once, 135 to 131, when set-up lines alone stopped counting as "no hang": DIAGNOSIS.md §7, §10.)
    */
-  static final int WHOLE_FLOOR = 131;
+  static final int WHOLE_FLOOR = 132;
   /** Held-out cases that come out right today; raise it only when a change made for training cases lifts it. */
   static final int HELD_OUT_FLOOR = 27;
   /**

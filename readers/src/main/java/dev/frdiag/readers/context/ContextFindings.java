@@ -317,8 +317,9 @@ public final class ContextFindings {
 
   /**
    * The findings of processes that ended, one per process: those that died from outside or crashed
-   * ({@link ProcessExit#fromOutside}); exits that follow a failure (SIGABRT, SIGTERM) say nothing new. Of several
-   * reports of one process, the one that names the most (rank, host) is kept.
+   * ({@link ProcessExit#fromOutside}); exits that follow a failure (SIGABRT, SIGTERM, a Ray worker aborted after its
+   * own timeout) say nothing new. Of several reports of one process, the one that names the most (rank, host) is
+   * kept.
    */
   public static List<ContextFinding> fromExits(List<ProcessExit> exits) {
     Map<String, ProcessExit> byProcess = new java.util.LinkedHashMap<>();

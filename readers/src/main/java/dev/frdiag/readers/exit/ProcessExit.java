@@ -32,7 +32,12 @@ public record ProcessExit(Kind kind, String host, long pid, int rank, int signal
     /** Killed by the kernel's OOM killer ("Out of memory: Killed process N (name)"). */
     OOM_KILLED,
     /** Ray reports that a worker died or was killed by an unexpected system error. */
-    WORKER_DIED
+    WORKER_DIED,
+    /**
+     * Ray reports a worker dead whose own lines (Ray's {@code (… pid=N)} prefix) show PyTorch's watchdog timing out
+     * first: the abort PyTorch takes after a collective timeout, which follows the hang.
+     */
+    WORKER_ABORTED
   }
 
   public ProcessExit {
@@ -45,10 +50,15 @@ public record ProcessExit(Kind kind, String host, long pid, int rank, int signal
 
   /**
    * Whether the process died from outside or crashed, which starts a hang: the OOM killer, a dead Ray worker, or
-   * one of {@link #FROM_OUTSIDE}'s signals. Other exits (SIGABRT, SIGTERM) follow a failure rather than cause it.
+   * one of {@link #FROM_OUTSIDE}'s signals. Other exits (SIGABRT, SIGTERM, a Ray worker aborted after its own
+   * timeout) follow a failure rather than cause it.
    */
   public boolean fromOutside() {
-    return kind != Kind.SIGNALLED || FROM_OUTSIDE.contains(signal);
+    return switch (kind) {
+      case OOM_KILLED, WORKER_DIED -> true;
+      case SIGNALLED -> FROM_OUTSIDE.contains(signal);
+      case WORKER_ABORTED -> false;
+    };
   }
 
   /** The conventional name of a signal number: "SIGKILL", or "signal 42". */

@@ -2,7 +2,9 @@ package dev.frdiag.readers.exit;
 
 import dev.frdiag.readers.kernel.SyslogHost;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -11,7 +13,10 @@ import java.util.regex.Pattern;
  * ({@code ChildFailedError}: an entry's {@code host}, {@code rank} and {@code exitcode : -9 (pid: N)}), its
  * {@code failed (exitcode: -9) local_rank: 0 (pid: N)} and {@code Signal 9 (SIGKILL) received by PID N} lines, Ray's
  * {@code A worker died or was killed …} report, and the kernel's {@code Out of memory: Killed process N (name)}.
- * Not thread-safe; one instance per file. Other lines are skipped; it never fails on content it does not know.
+ * A Ray worker whose own lines, anywhere in the file, show PyTorch's watchdog timing out is
+ * {@link ProcessExit.Kind#WORKER_ABORTED}: Ray prints the death when it sees it and the worker's lines as they
+ * arrive, in either order. Not thread-safe; one instance per file. Other lines are skipped; it never fails on content
+ * it does not know.
  */
 public final class ProcessExitReader {
   private static final Pattern ENTRY = Pattern.compile("^\\s*\\[\\d+\\]:$");
@@ -26,6 +31,19 @@ public final class ProcessExitReader {
   private static final Pattern RAY_IP = Pattern.compile("Worker IP address: (\\S+)");
   private static final Pattern RAY_PID = Pattern.compile("Worker PID: (\\d{1,10})");
   private static final Pattern RAY_TYPE = Pattern.compile("Worker exit type: (\\w+)");
+  /**
+   * Ray's prefix of a worker's own lines: {@code (pid=N)}, {@code (RayWorker pid=N)}, {@code (WorkerDict pid=N,
+   * ip=…)}.
+   */
+  private static final Pattern RAY_WORKER =
+      Pattern.compile("\\((?:\\w+ )?pid=(\\d{1,10})(?:, ip=([0-9A-Za-z.:-]{1,64}))?\\)");
+  /**
+   * What PyTorch's watchdog prints before it takes its process down after a collective timeout
+   * ({@code ProcessGroupNCCL.cpp}: the timeout, then "Some NCCL operations have failed or timed out … taking the
+   * entire process down").
+   */
+  private static final Pattern WATCHDOG_TIMEOUT = Pattern.compile(
+      "Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out");
   /** A quoted line is cut here: Ray's report runs to a paragraph. */
   private static final int MAX_TEXT = 400;
 
@@ -35,6 +53,11 @@ public final class ProcessExitReader {
   private String entryHost = "";
   private int entryRank = -1;
   private long lastPid = -1;
+  /**
+   * Ray workers whose own lines show their watchdog timing out, as "pid@ip" and, for a line whose prefix names no
+   * address (a worker on the driver's node), "pid@": a pid names one process only on one host.
+   */
+  private final Set<String> timedOut = new HashSet<>();
 
   /** Takes the next line; {@code source} names it ("file:line"). */
   public void accept(String line, String source) {
@@ -91,6 +114,13 @@ public final class ProcessExitReader {
       }
       return;
     }
+    if (line.contains("pid=") && WATCHDOG_TIMEOUT.matcher(line).find()) {
+      Matcher worker = RAY_WORKER.matcher(line);
+      if (worker.find()) {
+        timedOut.add(worker.group(1) + "@" + (worker.group(2) == null ? "" : worker.group(2)));
+      }
+      return;
+    }
     if (line.contains("A worker died or was killed while executing")) {
       Matcher ip = RAY_IP.matcher(line);
       Matcher pid = RAY_PID.matcher(line);
@@ -106,7 +136,20 @@ public final class ProcessExitReader {
 
   /** The exits read so far, in line order. */
   public List<ProcessExit> exits() {
-    return List.copyOf(exits);
+    List<ProcessExit> out = new ArrayList<>(exits.size());
+    for (ProcessExit e : exits) {
+      out.add(e.kind() == ProcessExit.Kind.WORKER_DIED && e.pid() > 0 && timedOutHere(e)
+          ? new ProcessExit(ProcessExit.Kind.WORKER_ABORTED, e.host(), e.pid(), e.rank(), e.signal(),
+              "Ray reports its worker died after its own watchdog timed out", e.text(), e.source())
+          : e);
+    }
+    return List.copyOf(out);
+  }
+
+  /** Whether the worker that died printed its own timeout: the same pid, on the same address when both name one. */
+  private boolean timedOutHere(ProcessExit e) {
+    return timedOut.contains(e.pid() + "@") || timedOut.contains(e.pid() + "@" + e.host())
+        || e.host().isEmpty() && timedOut.stream().anyMatch(k -> k.startsWith(e.pid() + "@"));
   }
 
   private void signalled(String host, long pid, int rank, int signal, String line, String source) {

@@ -76,6 +76,33 @@ class ProcessExitReaderTest {
             "Ray reports its worker died or was killed (SYSTEM_ERROR)", true);
   }
 
+  @Test
+  void aRayWorkerWhoseOwnWatchdogTimedOutWasAbortedNotKilled() {
+    // vllm-project/vllm#1846: Ray reports worker 1080651 dead before it prints that worker's own lines.
+    String died = "2023-11-30 10:19:23,769 WARNING worker.py:2074 -- A worker died or was killed while executing a "
+        + "task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask"
+        + " ID: ffffffffffffffffba61971047f999e0f9ceaab101000000 Worker ID: 0e4b1eeade4874f7080db5807059e066cc128f27de4"
+        + "d1404a6057750 Node ID: 9c6f827858d621904b3d1cfb06057c57480da46c3edab524030f1e58 Worker IP address: "
+        + "10.9.70.181 Worker port: 34011 Worker PID: 1080651 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker"
+        + " unexpectedly exits with a connection error code 2. End of file.";
+    String timedOut = "(RayWorker pid=1080651) [E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught collective "
+        + "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran "
+        + "for 1800305 milliseconds before timing out.";
+    String otherWorker = timedOut.replace("pid=1080651", "pid=1080652");
+
+    assertThat(read(died, timedOut)).singleElement().extracting(ProcessExit::kind, ProcessExit::pid,
+        ProcessExit::fromOutside).containsExactly(ProcessExit.Kind.WORKER_ABORTED, 1080651L, false);
+    // Another worker's timeout says nothing of how this one died; nor does the same pid on another host.
+    assertThat(read(died, otherWorker)).singleElement().extracting(ProcessExit::kind, ProcessExit::fromOutside)
+        .containsExactly(ProcessExit.Kind.WORKER_DIED, true);
+    String elsewhere = timedOut.replace("(RayWorker pid=1080651)", "(RayWorker pid=1080651, ip=10.9.70.182)");
+    String sameHost = timedOut.replace("(RayWorker pid=1080651)", "(RayWorker pid=1080651, ip=10.9.70.181)");
+    assertThat(read(died, elsewhere)).singleElement().extracting(ProcessExit::kind)
+        .isEqualTo(ProcessExit.Kind.WORKER_DIED);
+    assertThat(read(sameHost, died)).singleElement().extracting(ProcessExit::kind)
+        .isEqualTo(ProcessExit.Kind.WORKER_ABORTED);
+  }
+
   private static List<ProcessExit> read(String... lines) {
     ProcessExitReader reader = new ProcessExitReader();
     for (int i = 0; i < lines.length; i++) {
