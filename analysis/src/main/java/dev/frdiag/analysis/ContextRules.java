@@ -234,9 +234,9 @@ final class ContextRules {
   }
 
   /**
-   * Nothing from the ranks, every node's NCCL log free of trouble, and something that shows the run going on or
-   * ending: no hang. Set-up lines alone show neither (a job that hangs at its first collective prints the same), so
-   * they leave the verdict undecided.
+   * Nothing from the ranks, every node's NCCL log free of trouble, and something that shows the run going on, or
+   * every node's communicators torn down: no hang. Set-up lines alone show neither (a job that hangs at its first
+   * collective prints the same), so they leave the verdict undecided.
    */
   private static Diagnosis noSignOfHang(Diagnosis d, JobEvidence job, NodeFindings f, List<Evidence> extra) {
     if (f.faults() || !job.ranks().isEmpty() || d.verdict() != Verdict.INSUFFICIENT_EVIDENCE
@@ -253,7 +253,9 @@ final class ContextRules {
       return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.5, "No hang: work went on ("
           + completed.get(0).getDetail() + ") and no line reports trouble.", extra, "Nothing to do.");
     }
-    if (f.of(ContextFinding.Kind.CLEAN_TEARDOWN).isEmpty()) {
+    if (!job.context().stream().allMatch(n -> n.getFindingsList().stream()
+        .anyMatch(x -> x.getKind() == ContextFinding.Kind.CLEAN_TEARDOWN))) {
+      // A node whose log shows only its set-up may be where the job stopped.
       return null;
     }
     return rewrite(d, Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), 0.4, "No sign of a hang: NCCL "

@@ -165,16 +165,23 @@ class ContextRulesTest {
     Diagnosis d = undecided();
     ContextFinding healthyA = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-a", -1, -1, "", 0, "", "set up", "a");
     ContextFinding healthyB = finding(ContextFinding.Kind.HEALTHY_SETUP, "node-b", -1, -1, "", 0, "", "set up", "b");
+    ContextFinding tornDownA = finding(ContextFinding.Kind.CLEAN_TEARDOWN, "node-a", -1, -1, "", 0, "",
+        "destroyed", "a");
     ContextFinding tornDownB = finding(ContextFinding.Kind.CLEAN_TEARDOWN, "node-b", -1, -1, "", 0, "",
         "destroyed", "b");
     JobEvidence logsOnly = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
-        List.of(node("node-a", healthyA), node("node-b", healthyB, tornDownB)));
+        List.of(node("node-a", healthyA, tornDownA), node("node-b", healthyB, tornDownB)));
 
     Diagnosis out = ContextRules.apply(d, logsOnly);
     assertThat(out.verdict()).isEqualTo(Verdict.NO_HANG);
     assertThat(out.symptom()).isEqualTo(Symptom.NONE);
     assertThat(out.confidence()).isEqualTo(0.4);
     assertThat(out.headline()).contains("destroyed its communicators the normal way");
+
+    // A node whose log shows only its set-up may be where the job stopped.
+    JobEvidence oneSetUpOnly = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
+        List.of(node("node-a", healthyA), node("node-b", healthyB, tornDownB)));
+    assertThat(ContextRules.apply(d, oneSetUpOnly).verdict()).isEqualTo(Verdict.INSUFFICIENT_EVIDENCE);
 
     // One node whose log was not all healthy (or an input that was not read) leaves it undecided.
     JobEvidence oneUnsure = new JobEvidence("job", WORLD, List.of(), 0, Duration.ofSeconds(1),
