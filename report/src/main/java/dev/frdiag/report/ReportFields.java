@@ -74,32 +74,26 @@ final class ReportFields {
 
     /** "culprits[0].host". */
     String path() {
-      if (parent == null) {
-        return "";
-      }
-      String up = parent.path();
-      if (name != null) {
-        return up.isEmpty() ? name : up + "." + name;
-      }
-      if (index >= 0) {
-        return up + "[" + index + "]";
-      }
-      return index == -2 ? up + " key" : up + "." + key;
+      return render(true);
     }
 
     /** The path with list indexes left out and map values as {@code *}: "culprits.host". */
     String shape() {
+      return render(false);
+    }
+
+    private String render(boolean exact) {
       if (parent == null) {
         return "";
       }
-      String up = parent.shape();
+      String up = parent.render(exact);
       if (name != null) {
         return up.isEmpty() ? name : up + "." + name;
       }
       if (index >= 0) {
-        return up;
+        return exact ? up + "[" + index + "]" : up;
       }
-      return index == -2 ? up + " key" : up + ".*";
+      return index == -2 ? up + " key" : up + "." + (exact ? key : "*");
     }
   }
 
