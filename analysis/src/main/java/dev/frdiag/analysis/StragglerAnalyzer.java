@@ -39,6 +39,13 @@ public final class StragglerAnalyzer {
   /** The share of the window's significant waits a straggler must be the root of. */
   static final double MIN_SHARE = 0.3;
   /**
+   * The share of its own collectives a straggler must hold the others up at: lateness at a few collectives of
+   * hundreds is a healthy job's jitter, however lopsided (a healthy real gloo job, live on a loaded machine: one rank
+   * the root of 13 of 22 significant waits, at 13 of its 495 collectives), while a straggler holds them up at most
+   * (the slowed real job's rank 2: 357 of 371).
+   */
+  static final double MIN_OWN_SHARE = 0.1;
+  /**
    * How unlikely it must be that a rank is the root of so many significant waits by chance (each wait falling on
    * any rank alike): a healthy job's occasional spikes spread over its ranks.
    */
@@ -342,8 +349,8 @@ public final class StragglerAnalyzer {
      * The stragglers: the ranks that cause the most significant waits, when they stand apart from the rest. By
      * waits caused, most first: the top k ranks are named for the smallest k at which the k-th caused
      * {@link #DOMINANCE} times as many as the next (at least one), each of them the root of at least
-     * {@link #MIN_COLLECTIVES}, of {@link #MIN_SHARE} of them, and of more than chance would give
-     * ({@link #CHANCE}). A healthy job's waits fall on every rank, some more than others (a rank its host or the
+     * {@link #MIN_COLLECTIVES}, of {@link #MIN_SHARE} of them, of waits at {@link #MIN_OWN_SHARE} of its own
+     * collectives, and of more than chance would give ({@link #CHANCE}). A healthy job's waits fall on every rank, some more than others (a rank its host or the
      * agent's polls slow a little): no such gap.
      */
     private List<Integer> culprits(Map<Integer, Stats> stats, int significant) {
@@ -357,6 +364,7 @@ public final class StragglerAnalyzer {
         List<Integer> named = new ArrayList<>();
         for (Stats s : byCaused.subList(0, k)) {
           if (s.caused >= MIN_COLLECTIVES && (double) s.caused / significant >= MIN_SHARE
+              && s.caused >= MIN_OWN_SHARE * s.late.size()
               && binomialTail(s.caused, significant, 1.0 / stats.size()) <= CHANCE) {
             named.add(s.rank);
           }
