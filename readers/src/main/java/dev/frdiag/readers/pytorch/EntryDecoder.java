@@ -30,34 +30,9 @@ import java.util.Objects;
  * pg_id each group name has. Not thread-safe; use one per dump.
  */
 final class EntryDecoder {
-  /** The keys an entry may have. */
-  private enum Key {
-    FRAMES("frames"), RECORD_ID("record_id"), PG_ID("pg_id"), PROCESS_GROUP("process_group"),
-    THREAD_NAME("thread_name"), THREAD_ID("thread_id"), COLLECTIVE_SEQ_ID("collective_seq_id"), SEQ_ID("seq_id"),
-    P2P_SEQ_ID("p2p_seq_id"), OP_ID("op_id"), PROFILING_NAME("profiling_name"), TIME_CREATED_NS("time_created_ns"),
-    DURATION_MS("duration_ms"), INPUT_SIZES("input_sizes"), INPUT_DTYPES("input_dtypes"),
-    OUTPUT_SIZES("output_sizes"), OUTPUT_DTYPES("output_dtypes"), STATE("state"),
-    STARTED_NS("time_discovered_started_ns"), COMPLETED_NS("time_discovered_completed_ns"), RETIRED("retired"),
-    TIMEOUT_MS("timeout_ms"), IS_P2P("is_p2p");
-
-    private static final Map<String, Key> BY_NAME = new HashMap<>();
-
-    static {
-      for (Key k : values()) {
-        BY_NAME.put(k.text, k);
-      }
-    }
-
-    final String text;
-
-    Key(String text) {
-      this.text = text;
-    }
-  }
-
-  private static final int KEY_COUNT = Key.values().length;
-  /** One entry's values by key, read in one pass over its dict; a key it lacks is {@link #ABSENT}. */
-  private static final Object ABSENT = new Object();
+  private static final int KEY_COUNT = EntryKey.COUNT;
+  /** A None in an entry's fields, which hold null for a key the entry lacks. */
+  private static final Object NONE = EntryKey.NONE;
 
   private final int rank;
   private final PgConfig config;
@@ -83,6 +58,8 @@ final class EntryDecoder {
   /** The last group name read and its interned instance: entries name a few groups, through memo-shared strings. */
   private String lastGroupName;
   private String lastInternedGroupName;
+  private String lastStateText;
+  private CollectiveState lastState;
   private String lastThreadName;
   private String lastInternedThreadName;
   private String lastThreadId;
@@ -92,7 +69,7 @@ final class EntryDecoder {
    * and the pickle shares each key string through its memo, so an identity test replaces most lookups.
    */
   private final Object[] lastKeyObjects = new Object[KEY_COUNT];
-  private final Key[] lastKeys = new Key[KEY_COUNT];
+  private final EntryKey[] lastKeys = new EntryKey[KEY_COUNT];
   /**
    * Shapes by the decoded lists they come from: entries repeat a few sizes thousands of times, and comparing two
    * short lists of ints is cheaper than building their protobuf shapes again.
@@ -191,28 +168,24 @@ final class EntryDecoder {
     Object where = new At("entries", index);
     Map<?, ?> e = dict(value, where);
     budget.spend(e.size());
-    Object[] f = fields;
-    Arrays.fill(f, ABSENT);
-    if (e instanceof PickleDict d) {
-      for (int i = 0; i < d.size(); i++) {
-        take(f, key(i, d.keyAt(i)), d.keyAt(i), d.valueAt(i));
-      }
+    Object[] f;
+    if (e instanceof EntryDict d) {
+      f = d.fields();
     } else {
-      int position = 0;
-      for (Map.Entry<?, ?> kv : e.entrySet()) {
-        take(f, key(position++, kv.getKey()), kv.getKey(), kv.getValue());
-      }
+      f = fields;
+      Arrays.fill(f, null);
+      takeAll(f, e);
     }
-    long recordId = required(f, Key.RECORD_ID, where);
+    long recordId = required(f, EntryKey.RECORD_ID, where);
     if (recordId < 0) {
       throw new DumpProblem(where + ": 'record_id' is negative (" + recordId + ")");
     }
     where = new EntryAt(index, recordId);
 
-    if (!has(f, Key.PROCESS_GROUP)) {
+    if (!has(f, EntryKey.PROCESS_GROUP)) {
       throw new DumpProblem(where + ": missing key 'process_group'");
     }
-    Object[] pg = nameAndDesc(get(f, Key.PROCESS_GROUP), where);
+    Object[] pg = nameAndDesc(get(f, EntryKey.PROCESS_GROUP), where);
     String desc = (String) pg[1];
     if (pg[0] != lastGroupName) {
       lastGroupName = (String) pg[0];
@@ -220,8 +193,8 @@ final class EntryDecoder {
     }
     String pgName = lastInternedGroupName;
     descs.putIfAbsent(pgName, desc);
-    if (has(f, Key.PG_ID)) {
-      long pgId = integerOf(get(f, Key.PG_ID), where, Key.PG_ID);
+    if (has(f, EntryKey.PG_ID)) {
+      long pgId = integerOf(get(f, EntryKey.PG_ID), where, EntryKey.PG_ID);
       String before = pgIdToName.putIfAbsent(pgId, pgName);
       if (before != null && !before.equals(pgName)) {
         warnings.add("pg_id " + pgId + " is used for process groups '" + abbreviate(before) + "' and '"
@@ -230,19 +203,19 @@ final class EntryDecoder {
     }
 
     long collectiveSeq;
-    if (has(f, Key.COLLECTIVE_SEQ_ID)) {
-      collectiveSeq = integerOf(get(f, Key.COLLECTIVE_SEQ_ID), where, Key.COLLECTIVE_SEQ_ID);
-    } else if (has(f, Key.SEQ_ID)) {
-      collectiveSeq = integerOf(get(f, Key.SEQ_ID), where, Key.SEQ_ID);
+    if (has(f, EntryKey.COLLECTIVE_SEQ_ID)) {
+      collectiveSeq = integerOf(get(f, EntryKey.COLLECTIVE_SEQ_ID), where, EntryKey.COLLECTIVE_SEQ_ID);
+    } else if (has(f, EntryKey.SEQ_ID)) {
+      collectiveSeq = integerOf(get(f, EntryKey.SEQ_ID), where, EntryKey.SEQ_ID);
     } else {
       throw new DumpProblem(where + ": missing key 'collective_seq_id'");
     }
-    long p2pSeq = optional(f, Key.P2P_SEQ_ID, where, 0);
-    long opId = optional(f, Key.OP_ID, where, 0);
-    if (!has(f, Key.PROFILING_NAME)) {
+    long p2pSeq = optional(f, EntryKey.P2P_SEQ_ID, where, 0);
+    long opId = optional(f, EntryKey.OP_ID, where, 0);
+    if (!has(f, EntryKey.PROFILING_NAME)) {
       throw new DumpProblem(where + ": missing key 'profiling_name'");
     }
-    String profilingName = stringOf(get(f, Key.PROFILING_NAME), where, Key.PROFILING_NAME);
+    String profilingName = stringOf(get(f, EntryKey.PROFILING_NAME), where, EntryKey.PROFILING_NAME);
     ProfilingName name = profilingNames.get(profilingName);
     if (name == null) {
       ProfilingName parsed = ProfilingName.parse(profilingName);
@@ -250,8 +223,8 @@ final class EntryDecoder {
           parsed.selfGroupRank(), parsed.peerGroupRank(), parsed.send());
       profilingNames.put(profilingName, name);
     }
-    boolean isP2p = has(f, Key.IS_P2P)
-        ? boolOf(get(f, Key.IS_P2P), where, Key.IS_P2P)
+    boolean isP2p = has(f, EntryKey.IS_P2P)
+        ? boolOf(get(f, EntryKey.IS_P2P), where, EntryKey.IS_P2P)
         : name.op().equals("send") || name.op().equals("recv");
 
     CollectiveRecord.Builder b = builder.clear()
@@ -263,25 +236,25 @@ final class EntryDecoder {
         .setOp(name.op())
         .setBackend(name.backend())
         .setIsP2P(isP2p)
-        .setTimeCreatedNs(required(f, Key.TIME_CREATED_NS, where))
+        .setTimeCreatedNs(required(f, EntryKey.TIME_CREATED_NS, where))
         .setState(state(f, where))
-        .setTimeStartedNs(timestamp(f, Key.STARTED_NS, where))
-        .setTimeCompletedNs(timestamp(f, Key.COMPLETED_NS, where))
-        .setTimeoutMs(optional(f, Key.TIMEOUT_MS, where, 0))
-        .setRetired(has(f, Key.RETIRED) && boolOf(get(f, Key.RETIRED), where, Key.RETIRED));
-    if (has(f, Key.DURATION_MS)) {
-      b.setDurationMs(number(get(f, Key.DURATION_MS), new At(where, "duration_ms")));
+        .setTimeStartedNs(timestamp(f, EntryKey.STARTED_NS, where))
+        .setTimeCompletedNs(timestamp(f, EntryKey.COMPLETED_NS, where))
+        .setTimeoutMs(optional(f, EntryKey.TIMEOUT_MS, where, 0))
+        .setRetired(has(f, EntryKey.RETIRED) && boolOf(get(f, EntryKey.RETIRED), where, EntryKey.RETIRED));
+    if (has(f, EntryKey.DURATION_MS)) {
+      b.setDurationMs(number(get(f, EntryKey.DURATION_MS), new At(where, "duration_ms")));
     }
-    if (has(f, Key.THREAD_NAME)) {
-      String threadName = stringOf(get(f, Key.THREAD_NAME), where, Key.THREAD_NAME);
+    if (has(f, EntryKey.THREAD_NAME)) {
+      String threadName = stringOf(get(f, EntryKey.THREAD_NAME), where, EntryKey.THREAD_NAME);
       if (threadName != lastThreadName) {
         lastThreadName = threadName;
         lastInternedThreadName = interner.intern(threadName);
       }
       b.setThreadName(lastInternedThreadName);
     }
-    if (has(f, Key.THREAD_ID)) {
-      String threadId = stringOf(get(f, Key.THREAD_ID), where, Key.THREAD_ID);
+    if (has(f, EntryKey.THREAD_ID)) {
+      String threadId = stringOf(get(f, EntryKey.THREAD_ID), where, EntryKey.THREAD_ID);
       if (threadId != lastThreadId) {
         lastThreadId = threadId;
         lastInternedThreadId = interner.intern(threadId);
@@ -344,16 +317,30 @@ final class EntryDecoder {
     return pair;
   }
 
-  private void take(Object[] f, Key key, Object k, Object v) {
+  /** Takes the values of a dict the generic path built, by key. */
+  private void takeAll(Object[] f, Map<?, ?> e) {
+    if (e instanceof PickleDict d) {
+      for (int i = 0; i < d.size(); i++) {
+        take(f, key(i, d.keyAt(i)), d.keyAt(i), d.valueAt(i));
+      }
+    } else {
+      int position = 0;
+      for (Map.Entry<?, ?> kv : e.entrySet()) {
+        take(f, key(position++, kv.getKey()), kv.getKey(), kv.getValue());
+      }
+    }
+  }
+
+  private void take(Object[] f, EntryKey key, Object k, Object v) {
     if (key == null) {
       warnings.add("entries: unknown key " + keyText(k) + " ignored");
     } else {
-      f[key.ordinal()] = v;
+      f[key.ordinal()] = v == null ? NONE : v;
     }
   }
 
   /** What the entry's {@code position}-th key is, or null for a key entries do not have. */
-  private Key key(int position, Object k) {
+  private EntryKey key(int position, Object k) {
     if (position < KEY_COUNT && k != null && lastKeyObjects[position] == k) {
       return lastKeys[position];
     }
@@ -363,8 +350,8 @@ final class EntryDecoder {
   // The methods an entry calls once per field are kept under the client compiler's inlining limit (35 bytes of
   // bytecode): what they do rarely (look a key up, build a message) is in methods of its own.
 
-  private Key newKey(int position, Object k) {
-    Key key = k instanceof String text ? Key.BY_NAME.get(text) : null;
+  private EntryKey newKey(int position, Object k) {
+    EntryKey key = k instanceof String text ? EntryKey.named(text) : null;
     if (position < KEY_COUNT) {
       lastKeyObjects[position] = k;
       lastKeys[position] = key;
@@ -372,59 +359,68 @@ final class EntryDecoder {
     return key;
   }
 
-  private static boolean has(Object[] f, Key key) {
-    return f[key.ordinal()] != ABSENT;
+  private static boolean has(Object[] f, EntryKey key) {
+    return f[key.ordinal()] != null;
   }
 
-  private static Object get(Object[] f, Key key) {
+  private static Object get(Object[] f, EntryKey key) {
     Object v = f[key.ordinal()];
-    return v == ABSENT ? null : v;
+    return v == NONE ? null : v;
   }
 
-  private static long required(Object[] f, Key key, Object where) {
+  private static long required(Object[] f, EntryKey key, Object where) {
     if (!has(f, key)) {
       throw missing(key, where);
     }
     return integerOf(get(f, key), where, key);
   }
 
-  private static DumpProblem missing(Key key, Object where) {
+  private static DumpProblem missing(EntryKey key, Object where) {
     return new DumpProblem(where + ": missing key '" + key.text + "'");
   }
 
-  private static long optional(Object[] f, Key key, Object where, long absent) {
+  private static long optional(Object[] f, EntryKey key, Object where, long absent) {
     return has(f, key) ? integerOf(get(f, key), where, key) : absent;
   }
 
   // Where a value sits is built only when a message needs it: an entry has twenty fields and a ring a million
   // entries.
 
-  private static long integerOf(Object v, Object where, Key key) {
+  private static long integerOf(Object v, Object where, EntryKey key) {
     return v instanceof Integer ? (Integer) v : notInt(v, where, key);
   }
 
   /** Times in nanoseconds come as Long (LONG1); anything else is checked and named. */
-  private static long notInt(Object v, Object where, Key key) {
+  private static long notInt(Object v, Object where, EntryKey key) {
     return v instanceof Long ? (Long) v : integer(v, new At(where, key.text));
   }
 
-  private static String stringOf(Object v, Object where, Key key) {
+  private static String stringOf(Object v, Object where, EntryKey key) {
     return v instanceof String text ? text : string(v, new At(where, key.text));
   }
 
-  private static boolean boolOf(Object v, Object where, Key key) {
+  private static boolean boolOf(Object v, Object where, EntryKey key) {
     return v instanceof Boolean ? (Boolean) v : notBool(v, where, key);
   }
 
-  private static boolean notBool(Object v, Object where, Key key) {
+  private static boolean notBool(Object v, Object where, EntryKey key) {
     return bool(v, new At(where, key.text));
   }
 
   private CollectiveState state(Object[] f, Object where) {
-    if (!has(f, Key.STATE)) {
+    if (!has(f, EntryKey.STATE)) {
       throw new DumpProblem(where + ": missing key 'state'");
     }
-    String s = stringOf(get(f, Key.STATE), where, Key.STATE);
+    String s = stringOf(get(f, EntryKey.STATE), where, EntryKey.STATE);
+    // Entries share a few memo strings: the last one's state is known by identity, without comparing text.
+    if (s != lastStateText) {
+      lastState = stateNamed(s);
+      lastStateText = s;
+    }
+    return lastState;
+  }
+
+  private CollectiveState stateNamed(String s) {
     switch (s) {
       case "scheduled":
         return CollectiveState.SCHEDULED;
@@ -439,7 +435,7 @@ final class EntryDecoder {
   }
 
   /** None (pickle) and 0 (JSON) both mean "not seen". */
-  private static long timestamp(Object[] f, Key key, Object where) {
+  private static long timestamp(Object[] f, EntryKey key, Object where) {
     Object v = get(f, key);
     if (v == null) {
       return 0;
@@ -447,7 +443,7 @@ final class EntryDecoder {
     return nonNegative(integerOf(v, where, key), where, key);
   }
 
-  private static long nonNegative(long t, Object where, Key key) {
+  private static long nonNegative(long t, Object where, EntryKey key) {
     if (t < 0) {
       throw new DumpProblem(where + ": '" + key.text + "' is negative (" + t + ")");
     }
@@ -461,11 +457,11 @@ final class EntryDecoder {
    * decoded and the template found by their values.
    */
   private CollectiveRecord template(Object[] f, Object where) {
-    int inSizes = sharedId(f, Key.INPUT_SIZES);
-    int outSizes = sharedId(f, Key.OUTPUT_SIZES);
-    int inDtypes = sharedId(f, Key.INPUT_DTYPES);
-    int outDtypes = sharedId(f, Key.OUTPUT_DTYPES);
-    int stack = sharedId(f, Key.FRAMES);
+    int inSizes = sharedId(f, EntryKey.INPUT_SIZES);
+    int outSizes = sharedId(f, EntryKey.OUTPUT_SIZES);
+    int inDtypes = sharedId(f, EntryKey.INPUT_DTYPES);
+    int outDtypes = sharedId(f, EntryKey.OUTPUT_DTYPES);
+    int stack = sharedId(f, EntryKey.FRAMES);
     long ids = sharedIds(inSizes, outSizes, inDtypes, outDtypes, stack);
     if (ids != NOT_SHARED) {
       int slot = (int) ((ids * 0x9E3779B97F4A7C15L) >>> (64 - RECENT_BITS));
@@ -483,18 +479,18 @@ final class EntryDecoder {
       }
     }
     long before = budget.spent();
-    List<Shape> inputSizes = has(f, Key.INPUT_SIZES)
-        ? shapes(get(f, Key.INPUT_SIZES), new At(where, "input_sizes")) : List.of();
-    List<Shape> outputSizes = has(f, Key.OUTPUT_SIZES)
-        ? shapes(get(f, Key.OUTPUT_SIZES), new At(where, "output_sizes")) : List.of();
-    List<String> inputDtypes = has(f, Key.INPUT_DTYPES)
-        ? strings(get(f, Key.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
-    List<String> outputDtypes = has(f, Key.OUTPUT_DTYPES)
-        ? strings(get(f, Key.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
+    List<Shape> inputSizes = has(f, EntryKey.INPUT_SIZES)
+        ? shapes(get(f, EntryKey.INPUT_SIZES), new At(where, "input_sizes")) : List.of();
+    List<Shape> outputSizes = has(f, EntryKey.OUTPUT_SIZES)
+        ? shapes(get(f, EntryKey.OUTPUT_SIZES), new At(where, "output_sizes")) : List.of();
+    List<String> inputDtypes = has(f, EntryKey.INPUT_DTYPES)
+        ? strings(get(f, EntryKey.INPUT_DTYPES), new At(where, "input_dtypes")) : List.of();
+    List<String> outputDtypes = has(f, EntryKey.OUTPUT_DTYPES)
+        ? strings(get(f, EntryKey.OUTPUT_DTYPES), new At(where, "output_dtypes")) : List.of();
     int frameCount = 0;
-    if (has(f, Key.FRAMES)) {
+    if (has(f, EntryKey.FRAMES)) {
       At framesAt = new At(where, "frames");
-      List<?> list = list(get(f, Key.FRAMES), framesAt);
+      List<?> list = list(get(f, EntryKey.FRAMES), framesAt);
       budget.spend(list.size());
       if (list.size() > frameIds.length) {
         frameIds = new int[list.size()];
@@ -527,9 +523,9 @@ final class EntryDecoder {
   }
 
   /** The id of the field's {@link RepeatedLists.Shared} list, {@link #ABSENT_ID} when absent, else NOT_SHARED. */
-  private static int sharedId(Object[] f, Key key) {
+  private static int sharedId(Object[] f, EntryKey key) {
     Object v = f[key.ordinal()];
-    return v == ABSENT ? ABSENT_ID : idOf(v);
+    return v == null ? ABSENT_ID : idOf(v);
   }
 
   private static int idOf(Object v) {

@@ -107,10 +107,10 @@ final class PickleDecoder {
   private final BitSet shared = new BitSet();
   /** Lists read whole from a repeated run of bytes; see {@link RepeatedLists}. */
   private final RepeatedLists repeated = new RepeatedLists();
+  /** Entry dicts read straight from their bytes; see {@link EntryBytes}. */
+  private final EntryBytes entries = new EntryBytes(repeated, K_LIST);
   /** Containers taken from {@link #repeated}: shared with other entries, so never changed. */
   private final BitSet whole = new BitSet();
-  /** The hash of the run {@link #repeatedRunEnd} last scanned. */
-  private int runHash;
   /** The last dict built whose keys were all different, as it was built; see {@link #putPairs}. */
   private PickleDict distinctKeys;
   private final CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
@@ -192,17 +192,25 @@ final class PickleDecoder {
           }
           marks[markCount++] = top;
         }
-        case EMPTY_DICT -> push(container(K_DICT), new PickleDict());
+        case EMPTY_DICT -> {
+          int dictEnd = entries.read(data, opStart, end, memo, memoValues);
+          if (dictEnd >= 0) {
+            pos = dictEnd;
+            push(container(K_DICT), entries.dict());
+          } else {
+            push(container(K_DICT), new PickleDict());
+          }
+        }
         case EMPTY_LIST -> {
-          RepeatedLists.Shared list = repeated.seen(data, opStart, end, PickleDecoder::endsAList);
+          RepeatedLists.Shared list = repeated.seen(data, opStart, end);
           if (list != null) {
             pos = opStart + repeated.foundLength();
           } else {
-            int runEnd = repeatedRunEnd(pos);
+            int runEnd = repeated.runEnd(data, pos, end);
             if (runEnd >= 0) {
-              list = repeated.find(data, opStart, runEnd, runHash);
+              list = repeated.find(data, opStart, runEnd, repeated.runHash());
               if (list == null) {
-                list = repeated.add(data, opStart, runEnd, runHash, wholeList(opStart));
+                list = repeated.add(data, opStart, runEnd, repeated.runHash(), wholeList(opStart));
               }
               repeated.seen(data, opStart, runEnd, end, list);
               pos = runEnd;
@@ -533,99 +541,7 @@ final class PickleDecoder {
   }
 
   /**
-   * Where the list that starts at {@code from} (just past its EMPTY_LIST) ends, when it is written the way PyTorch
-   * writes the lists its entries repeat: MARK, then only memo references, ints, None, bools, floats, short strings
-   * and nested lists of the same kind, then the APPENDS that closes it, and no more items after it. Its hash is
-   * left in {@link #runHash}. Anything else, including a run cut short by the end of the data, is -1: the generic
-   * path then reads it and names what is wrong.
-   */
-  private int repeatedRunEnd(int from) {
-    int p = from;
-    int depth = 0;
-    int h = EMPTY_LIST;
-    while (true) {
-      if (p >= end || (data[p] & 0xff) != MARK) {
-        return -1;
-      }
-      p++;
-      depth++;
-      while (true) {
-        // A stack is a run of memo references: read them four bytes at a time.
-        while (p + 5 <= end && data[p] == LONG_BINGET) {
-          h = h * 31 + ((data[p + 1] & 0xff) | (data[p + 2] & 0xff) << 8 | (data[p + 3] & 0xff) << 16
-              | data[p + 4] << 24);
-          p += 5;
-        }
-        while (p + 2 <= end && data[p] == BINGET) {
-          h = h * 31 + (data[p + 1] & 0xff) + 0x100;
-          p += 2;
-        }
-        if (p >= end) {
-          return -1;
-        }
-        int code = data[p] & 0xff;
-        int arg;
-        switch (code) {
-          case BINGET, BININT1 -> arg = 1;
-          case BININT2 -> arg = 2;
-          case LONG_BINGET, BININT -> arg = 4;
-          case BINFLOAT -> arg = 8;
-          case NONE, NEWTRUE, NEWFALSE -> arg = 0;
-          case LONG1 -> {
-            if (p + 1 >= end || (data[p + 1] & 0xff) > 8) {
-              return -1;
-            }
-            arg = 1 + (data[p + 1] & 0xff);
-          }
-          case SHORT_BINUNICODE -> {
-            if (p + 1 >= end) {
-              return -1;
-            }
-            arg = 1 + (data[p + 1] & 0xff);
-          }
-          case EMPTY_LIST -> arg = -1;
-          case APPENDS -> arg = -2;
-          default -> {
-            return -1;
-          }
-        }
-        if (arg == -1) {
-          h = h * 31 + code;
-          p++;
-          break; // a nested list: its MARK is checked by the outer loop
-        }
-        if (arg == -2) {
-          h = h * 31 + code;
-          p++;
-          if (--depth == 0) {
-            // Another batch of items for this list (APPEND, or MARK … APPENDS) would change it after the fact.
-            if (p < end && !endsAList(data[p] & 0xff)) {
-              return -1;
-            }
-            runHash = h ^ (h >>> 15) ^ (h >>> 7) * 0x9E3779B1;
-            return p;
-          }
-          continue;
-        }
-        if (end - p - 1 < arg) {
-          return -1;
-        }
-        h = h * 31 + code;
-        for (int i = 1; i <= arg; i++) {
-          h = h * 31 + data[p + i];
-        }
-        p += 1 + arg;
-      }
-    }
-  }
-
-  /** Whether opcode {@code next} may follow a whole list: anything but more items for it. */
-  private static boolean endsAList(int next) {
-    return next != MARK && next != APPEND;
-  }
-
-  /**
-   * Decodes the list whose run {@link #repeatedRunEnd} accepted, starting at its EMPTY_LIST at {@code from}, into
+   * Decodes the list whose run {@link RepeatedLists#runEnd} accepted, starting at its EMPTY_LIST at {@code from}, into
    * a list that nothing will change, and leaves {@link #pos} past its APPENDS. Its values are what the generic
    * path would give them; a memo reference to a slot never stored, or a string that is not UTF-8, fails with the
    * generic path's message.
@@ -710,6 +626,7 @@ final class PickleDecoder {
       memoSize++;
     } else {
       repeated.clear();
+      entries.forget();
     }
     memo[slot] = stack[top - 1];
     memoValues[slot] = values[top - 1];

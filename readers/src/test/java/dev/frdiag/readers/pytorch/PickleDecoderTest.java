@@ -121,4 +121,59 @@ class PickleDecoderTest {
     DumpProblem p = assertThrows(DumpProblem.class, () -> PickleDecoder.decode(pickle, pickle.length));
     assertTrue(p.getMessage().contains("self-referencing"), p.getMessage());
   }
+
+  // A ring's entries as PyTorch writes them: the first stores its key strings and values in the memo, the ones after
+  // refer to them. X = BINUNICODE, q = BINPUT, h = BINGET, K = BININT1, 0x86 = TUPLE2, u = SETITEMS.
+  private static final String FIRST_ENTRY = "7d28" + str("record_id") + "7100" + "4b00" + str("state") + "7101"
+      + str("scheduled") + "7102" + str("process_group") + "7103" + str("0") + "7104" + str("default_pg") + "7105"
+      + "86" + "75";
+  private static final String LATER_ENTRY = "7d28" + "6800" + "4b01" + "6801" + "6802" + "6803" + "6804" + "6805" + "86"
+      + "75";
+
+  @Test
+  void entriesThatReferToTheMemoReadAsTheFirstOne() {
+    List<?> entries = decodeList(FIRST_ENTRY + LATER_ENTRY);
+    Map<?, ?> first = (Map<?, ?>) entries.get(0);
+    Map<?, ?> later = (Map<?, ?>) entries.get(1);
+    assertEquals(List.of("record_id", "state", "process_group"), new ArrayList<>(later.keySet()), "file order");
+    assertEquals(1, later.get("record_id"));
+    assertSame(first.get("state"), later.get("state"));
+    assertArrayEquals(new Object[] {"0", "default_pg"}, (Object[]) later.get("process_group"));
+    assertTrue(later instanceof EntryDict, "read straight from its bytes: " + later.getClass());
+  }
+
+  @Test
+  void anEntryChangedAfterItsSetitemsHoldsTheChange() {
+    // A second batch for the later entry: state set again, 'completed'.
+    Map<?, ?> later = (Map<?, ?>) decodeList(FIRST_ENTRY + LATER_ENTRY + "28" + "6801" + str("completed") + "75")
+        .get(1);
+    assertEquals(List.of("record_id", "state", "process_group"), new ArrayList<>(later.keySet()));
+    assertEquals("completed", later.get("state"));
+  }
+
+  @Test
+  void anEntryNamingAKeyTwiceKeepsItsPlaceAndTheLastValue() {
+    String twice = "7d28" + "6800" + "4b01" + "6801" + "6802" + "6800" + "4b07" + "75";
+    Map<?, ?> later = (Map<?, ?>) decodeList(FIRST_ENTRY + twice).get(1);
+    assertEquals(List.of("record_id", "state"), new ArrayList<>(later.keySet()));
+    assertEquals(7, later.get("record_id"));
+  }
+
+  @Test
+  void anEntryStoredInTheMemoIsOneValueWhereverItIsFetched() {
+    List<?> entries = decodeList(FIRST_ENTRY + LATER_ENTRY + "7106" + "6806");
+    assertSame(entries.get(1), entries.get(2));
+    assertEquals(1, ((Map<?, ?>) entries.get(2)).get("record_id"));
+  }
+
+  /** The list of the dicts {@code items} writes: PROTO 2, EMPTY_LIST, MARK, items, APPENDS, STOP. */
+  private static List<?> decodeList(String items) {
+    byte[] pickle = HexFormat.of().parseHex("80025d28" + items + "652e");
+    return (List<?>) PickleDecoder.decode(pickle, pickle.length).value();
+  }
+
+  /** BINUNICODE of an ASCII string. */
+  private static String str(String text) {
+    return String.format("58%02x000000", text.length()) + HexFormat.of().formatHex(text.getBytes());
+  }
 }
