@@ -1,18 +1,11 @@
 package dev.frdiag.readers.pytorch;
 
-import java.util.AbstractMap;
-import java.util.AbstractSet;
-import java.util.Iterator;
-import java.util.Map;
-import java.util.NoSuchElementException;
-import java.util.Set;
-
 /**
- * An entry dict {@link PickleDecoder} read straight from its bytes: its values by {@link EntryKey}, so that
- * {@link EntryDecoder} takes them without looking a key up. As a map it is what the generic path would have given:
- * the same keys, in the file's order, with the same values.
+ * An entry dict {@link PickleDecoder} read straight from its bytes ({@link EntryBytes}): its values by
+ * {@link EntryKey}, so that {@link EntryDecoder} takes them without looking a key up. As a map it is what the generic
+ * path would have given: the same keys, in the file's order, with the same values.
  */
-final class EntryDict extends AbstractMap<Object, Object> {
+final class EntryDict extends DecodedDict {
   private final Object[] fields;
   /** The keys' ordinals in file order; entries of one ring share one array. */
   private final byte[] order;
@@ -33,38 +26,18 @@ final class EntryDict extends AbstractMap<Object, Object> {
   }
 
   @Override
-  public int size() {
-    return order.length;
+  Object keyAt(int i) {
+    return EntryKey.of(order[i]).text;
   }
 
   @Override
-  public Set<Map.Entry<Object, Object>> entrySet() {
-    return new AbstractSet<>() {
-      @Override
-      public Iterator<Map.Entry<Object, Object>> iterator() {
-        return new Iterator<>() {
-          private int next;
+  Object valueAt(int i) {
+    Object v = fields[order[i]];
+    return v == EntryKey.NONE ? null : v;
+  }
 
-          @Override
-          public boolean hasNext() {
-            return next < order.length;
-          }
-
-          @Override
-          public Map.Entry<Object, Object> next() {
-            if (next >= order.length) {
-              throw new NoSuchElementException();
-            }
-            int k = order[next++];
-            return new SimpleImmutableEntry<>(EntryKey.of(k).text, fields[k] == EntryKey.NONE ? null : fields[k]);
-          }
-        };
-      }
-
-      @Override
-      public int size() {
-        return order.length;
-      }
-    };
+  @Override
+  public int size() {
+    return order.length;
   }
 }

@@ -1,15 +1,8 @@
 package dev.frdiag.readers.pytorch;
 
-import java.util.AbstractMap;
-import java.util.AbstractSet;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.Iterator;
-import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Objects;
-import java.util.Set;
-import java.util.function.BiConsumer;
 
 /**
  * A decoded pickle dict: keys and values in two arrays, in the order the file gives them (a key set twice keeps
@@ -18,7 +11,7 @@ import java.util.function.BiConsumer;
  * Past {@value #INDEXED_FROM} keys a hash index keeps lookups constant, so a hostile dict of a million keys stays
  * linear to build. Iteration cannot remove; {@link #put} is the one way to change it.
  */
-final class PickleDict extends AbstractMap<Object, Object> {
+final class PickleDict extends DecodedDict {
   private static final int INDEXED_FROM = 32;
   private static final Object[] NONE = new Object[0];
   private static final int[] NO_HASHES = new int[0];
@@ -129,11 +122,13 @@ final class PickleDict extends AbstractMap<Object, Object> {
   }
 
   /** The key at {@code i}, in file order ({@code 0 <= i < size()}). */
+  @Override
   Object keyAt(int i) {
     return keys[i];
   }
 
   /** The value at {@code i}, in file order ({@code 0 <= i < size()}). */
+  @Override
   Object valueAt(int i) {
     return values[i];
   }
@@ -141,43 +136,5 @@ final class PickleDict extends AbstractMap<Object, Object> {
   @Override
   public int size() {
     return size;
-  }
-
-  @Override
-  public void forEach(BiConsumer<? super Object, ? super Object> action) {
-    for (int i = 0; i < size; i++) {
-      action.accept(keys[i], values[i]);
-    }
-  }
-
-  @Override
-  public Set<Map.Entry<Object, Object>> entrySet() {
-    return new AbstractSet<>() {
-      @Override
-      public Iterator<Map.Entry<Object, Object>> iterator() {
-        return new Iterator<>() {
-          private int next;
-
-          @Override
-          public boolean hasNext() {
-            return next < size;
-          }
-
-          @Override
-          public Map.Entry<Object, Object> next() {
-            if (next >= size) {
-              throw new NoSuchElementException();
-            }
-            int i = next++;
-            return new SimpleImmutableEntry<>(keys[i], values[i]);
-          }
-        };
-      }
-
-      @Override
-      public int size() {
-        return size;
-      }
-    };
   }
 }
