@@ -39,6 +39,8 @@ final class EntryBytes {
   private final RepeatedLists repeated;
   private final int listKind;
   private EntryDict dict;
+  /** The memo id {@link #memoRef} read last. */
+  private int refId;
 
   /**
    * @param repeated the lists the generic path read whole, shared by the entries that repeat them
@@ -215,9 +217,6 @@ final class EntryBytes {
     return p;
   }
 
-  /** The memo id {@link #memoRef} read last. */
-  private int refId;
-
   /**
    * Reads the BINGET or LONG_BINGET at {@code p} (leaving its id in {@link #refId}) and returns where it ends, or
    * -1 when it names a slot never stored or a container.
@@ -277,5 +276,4 @@ final class EntryBytes {
     }
     return v;
   }
-
 }

@@ -412,12 +412,17 @@ final class EntryDecoder {
       throw new DumpProblem(where + ": missing key 'state'");
     }
     String s = stringOf(get(f, EntryKey.STATE), where, EntryKey.STATE);
-    // Entries share a few memo strings: the last one's state is known by identity, without comparing text.
-    if (s != lastStateText) {
-      lastState = stateNamed(s);
+    // Entries share a few memo strings: the last one's state is known by identity, without comparing text. An
+    // unknown one is named again, so that its warning counts every entry, as warnings past the limit are counted.
+    if (s == lastStateText) {
+      return lastState;
+    }
+    CollectiveState state = stateNamed(s);
+    if (state != CollectiveState.COLLECTIVE_STATE_UNSPECIFIED) {
+      lastState = state;
       lastStateText = s;
     }
-    return lastState;
+    return state;
   }
 
   private CollectiveState stateNamed(String s) {
