@@ -1,6 +1,7 @@
 package dev.frdiag.torchrun;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -10,8 +11,11 @@ import dev.frdiag.readers.pytorch.FlightRecorderDump;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.FileSystem;
+import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,6 +27,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.slf4j.Logger;
@@ -139,6 +144,50 @@ class RealPyTorchJobsTest {
     assertThat(r.exitCode()).as(r.stderr()).isIn(0, 1, 4);
     Analysis shipped = new Analysis(r.exitCode(), JSON.readTree(r.stdout()), r.stderr());
     assertThat(shipped.summary()).isEqualTo(analyze(run.pickle()).summary());
+  }
+
+  /**
+   * A distribution whose jar was replaced after `mvn package` runs that jar's classes: JDK 25 maps an AOT cache
+   * whose jars changed and would run the classes recorded in it, so the launcher must leave the cache out.
+   */
+  @Test
+  void theShippedLauncherRunsTheJarsItHoldsNotAStaleCache(@TempDir Path tmp) throws Exception {
+    Path dist;
+    try (Stream<Path> built = Files.list(Path.of("..", "dist", "target").toAbsolutePath().normalize())) {
+      dist = built.filter(p -> Files.isDirectory(p) && p.getFileName().toString().startsWith("frdiag-"))
+          .findFirst().orElseThrow();
+    }
+    assumeTrue(Files.exists(dist.resolve("lib/frdiag.aot")), "the build found no JDK 25 and wrote no AOT cache");
+    Path copy = tmp.resolve(dist.getFileName());
+    try (Stream<Path> files = Files.walk(dist)) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        Files.copy(f, copy.resolve(dist.relativize(f).toString()), StandardCopyOption.COPY_ATTRIBUTES);
+      }
+    }
+    ScenarioRuns.Run run = ScenarioRuns.of(Scenario.STALL_DP_RANK2);
+    assertThat(mainClassSource(copy, run, tmp.resolve("before"))).isEqualTo("shared objects file");
+
+    Path cli;
+    try (Stream<Path> jars = Files.list(copy.resolve("lib"))) {
+      cli = jars.filter(p -> p.getFileName().toString().startsWith("frdiag-cli-")).findFirst().orElseThrow();
+    }
+    try (FileSystem jar = FileSystems.newFileSystem(cli)) {
+      Files.writeString(jar.getPath("frdiag-rebuilt.txt"), "a jar of another build");
+    }
+    assertThat(mainClassSource(copy, run, tmp.resolve("after"))).startsWith("file:").contains(cli.toString());
+  }
+
+  /** Where the JVM took fr-diagnose's main class from, running {@code dist}'s launcher on {@code run}'s dumps. */
+  private static String mainClassSource(Path dist, ScenarioRuns.Run run, Path out) throws Exception {
+    Files.createDirectories(out);
+    Path classes = out.resolve("class-load.txt");
+    Commands.Result r = Commands.run(List.of(dist.resolve("bin/fr-diagnose").toString(), "analyze", "-q",
+        run.pickle().toString()), out, Map.of("FRDIAG_JAVA_OPTS", "-Xlog:class+load=info:file=" + classes),
+        out.resolve("report.txt"), Duration.ofMinutes(2));
+    assertThat(r.exitCode()).as(r.stderr()).isIn(0, 1, 4);
+    String line = Files.readAllLines(classes).stream().filter(l -> l.contains(" dev.frdiag.cli.FrDiagnose source: "))
+        .findFirst().orElseThrow();
+    return line.substring(line.indexOf(" source: ") + " source: ".length()).strip();
   }
 
   /**
