@@ -9,6 +9,7 @@ import dev.frdiag.analysis.StragglerAnalyzer;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.LimitExceededException;
+import dev.frdiag.daemon.registry.RankLink;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.store.ReportNotStoredException;
@@ -125,6 +126,25 @@ public final class Investigator {
     }
   }
 
+  /**
+   * A stream of {@code job}'s {@code rank} was accepted as {@code session} (it has been welcomed): a rank that opens
+   * a stream while the job's snapshots are being gathered, and has not answered, is asked on it. Its stream may
+   * have been down when the request went out (an agent opens a new stream when it learns the rank's pid), and a
+   * request on a stream that is gone is lost: without this, its stored window stood in for it, however old.
+   */
+  public void onRankAttached(Job job, int rank, String session, RankLink link) {
+    for (Gather g : pending.values()) {
+      if (g.jobId.equals(job.id())) {
+        DumpRequest request = g.expectAgain(rank, session);
+        if (request != null) {
+          log.info("job={} rank={} asked for its snapshot again on its new stream (request {})", job.id(), rank,
+              request.getRequestId());
+          link.requestDump(request);
+        }
+      }
+    }
+  }
+
   /** The investigation of {@code job} that still gathers the replies to {@code reply}'s request; null when none. */
   private Gather gathering(Job job, DumpReply reply) {
     Gather g = pending.get(reply.getRequestId());
@@ -223,14 +243,15 @@ public final class Investigator {
     metrics.incidentOpened(trigger);
     timeline.add(start, describe(trigger));
     long id = requestIds.incrementAndGet();
-    Gather gather = new Gather(job.id(), nanoTime);
-    pending.put(id, gather);
     // Ranks whose windows are as current as a snapshot are not asked for one (DIAGNOSIS.md §3, "Windows that stand
     // for snapshots"): at 16,384 ranks their replies took 0.6-1 s to gather.
     Set<Integer> standIns = job.currentWindows(epochNanos(start) - standInAge.toNanos());
-    Map<Integer, String> asked = job.requestDumps(DumpRequest.newBuilder().setRequestId(id)
-        .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window())
-        .setRecordsOnStreamOk(true).build(), standIns);
+    DumpRequest request = DumpRequest.newBuilder().setRequestId(id).setReason("frdiag: " + describe(trigger))
+        .setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window()).setRecordsOnStreamOk(true).build();
+    Gather gather = new Gather(job.id(), nanoTime, request, standIns);
+    // Pending before any rank is asked: a reply, or a rank's new stream, may come at once.
+    pending.put(id, gather);
+    Map<Integer, String> asked = job.requestDumps(request, standIns);
     String standing = "the windows of " + standIns.size() + (asked.isEmpty() ? " connected" : " other")
         + " ranks stand for theirs (every record had reached the daemon at most " + standInAge.toMillis()
         + " ms before)";
@@ -256,11 +277,14 @@ public final class Investigator {
         .thenComposeAsync(ignored -> {
           pending.remove(id);
           Map<Integer, DumpReply> replies = gather.snapshot();
-          metrics.snapshotsMissed(asked.size() - replies.size());
+          int askedInAll = gather.expectedCount();
+          metrics.snapshotsMissed(askedInAll - replies.size());
           Instant gathered = clock.get();
-          if (!asked.isEmpty()) {
-            timeline.add(gathered, replies.size() + " of " + asked.size() + " snapshots received after "
-                + Duration.between(start, gathered).toMillis() + " ms");
+          if (askedInAll > 0) {
+            timeline.add(gathered, replies.size() + " of " + askedInAll + " snapshots received after "
+                + Duration.between(start, gathered).toMillis() + " ms"
+                + (askedInAll > asked.size() ? " (" + (askedInAll - asked.size())
+                    + " asked again on a stream opened meanwhile)" : ""));
           }
           JobEvidence evidence = job.evidence(replies, standIns, epochNanos(gathered), stallThreshold,
               "no snapshot within " + deadline.toMillis() + " ms");
@@ -373,16 +397,38 @@ public final class Investigator {
     private final Map<Integer, String> early = new HashMap<>();
     @GuardedBy("this")
     private long lastReplyNanos;
+    /** The request; ranks that open a new stream while it is out are sent it too. */
+    private final DumpRequest request;
+    private final Set<Integer> standIns;
 
-    Gather(String jobId, LongSupplier nanoTime) {
+    Gather(String jobId, LongSupplier nanoTime, DumpRequest request, Set<Integer> standIns) {
       this.jobId = jobId;
       this.nanoTime = nanoTime;
+      this.request = request;
+      this.standIns = standIns;
     }
 
     synchronized void expect(Map<Integer, String> ranks) {
-      expected.putAll(ranks);
+      // A rank asked again on a stream it opened meanwhile keeps that stream's session.
+      ranks.forEach(expected::putIfAbsent);
       expectedKnown = true;
       checkDone();
+    }
+
+    /**
+     * Expects {@code rank}'s reply on {@code session} instead of any earlier one; returns the request to send it,
+     * or null when the gather is over, the rank has answered, or its window stands in.
+     */
+    synchronized DumpRequest expectAgain(int rank, String session) {
+      if (done.isDone() || replies.containsKey(rank) || standIns.contains(rank)) {
+        return null;
+      }
+      expected.put(rank, session);
+      return request;
+    }
+
+    synchronized int expectedCount() {
+      return expected.size();
     }
 
     synchronized void add(int rank, String session, DumpReply reply) {

@@ -255,6 +255,8 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       send(DaemonMessage.newBuilder().setWelcome(Welcome.newBuilder().setSessionId(id).setConfig(config)).build());
       log.debug("job={} rank={} host={} pid={} connected", who.getJobId(), who.getGlobalRank(),
           who.getHostname(), who.getPid());
+      // After the Welcome, which the rank must see first: a snapshot being gathered for its job is asked of it.
+      investigator.onRankAttached(j, who.getGlobalRank(), id, this);
     }
 
     @Override

@@ -124,4 +124,54 @@ class SnapshotQuorumTest {
       scheduler.shutdownNow();
     }
   }
+
+  @Test
+  void aRankWhoseStreamWasDownWhenTheRequestWentOutIsAskedOnItsNewStream() throws Exception {
+    AtomicLong nanos = new AtomicLong(42);
+    ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+    try {
+      Investigator investigator = new Investigator(new ReportStore(dataDir), Runnable::run, scheduler,
+          () -> Instant.EPOCH.plusNanos(nanos.get()), nanos::get, Duration.ofSeconds(30));
+      int worldSize = 4;
+      ProcessGroup.Builder world = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
+      for (int r = 0; r < worldSize; r++) {
+        world.addRanks(r);
+      }
+      Job job = new JobRegistry(16).getOrCreate("q", worldSize, 0);
+      // Rank 0 answers when the test says, so that the snapshots are still being gathered when rank 3 is back.
+      AtomicLong heldRequest = new AtomicLong(-1);
+      job.attach(identity(0, worldSize), List.of(world.build()), request -> heldRequest.set(request.getRequestId()),
+          "s0", 0, nanos.get(), 0);
+      for (int r = 1; r < worldSize; r++) {
+        job.attach(identity(r, worldSize), List.of(world.build()), answering(investigator, job, r, "s" + r),
+            "s" + r, 0, nanos.get(), 0);
+      }
+      // Rank 3's agent opens a new stream (as it does when it learns the rank's pid): the old one is gone, the new
+      // one not there yet, when the request goes out.
+      job.lost(3, "s3", nanos.get());
+
+      CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
+      RankLink reopened = answering(investigator, job, 3, "s3b");
+      job.attach(identity(3, worldSize), List.of(world.build()), reopened, "s3b", 0, nanos.get(), 0);
+      investigator.onRankAttached(job, 3, "s3b", reopened);
+      assertThat(report).isNotDone();
+      investigator.onDumpReply(job, 0, "s0", DumpReply.newBuilder().setRequestId(heldRequest.get()).build());
+
+      assertThat(report.get(5, TimeUnit.SECONDS).timeline())
+          .anySatisfy(t -> assertThat(t.event()).startsWith("4 of 4 snapshots received"));
+    } finally {
+      scheduler.shutdownNow();
+    }
+  }
+
+  private static RankIdentity identity(int rank, int worldSize) {
+    return RankIdentity.newBuilder().setJobId("q").setGlobalRank(rank).setWorldSize(worldSize).setHostname("n")
+        .setPid(rank).build();
+  }
+
+  /** A stream that answers every dump request at once, as session {@code session} of {@code rank}. */
+  private static RankLink answering(Investigator investigator, Job job, int rank, String session) {
+    return request -> investigator.onDumpReply(job, rank, session,
+        DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
+  }
 }
