@@ -70,6 +70,30 @@ class StragglerAnalyzerTest {
     return job;
   }
 
+  /** How late rank {@code r} issues step {@code s}, in ns. */
+  private interface IssueOffset {
+    long ns(int s, int r);
+  }
+
+  /**
+   * {@code steps} all-reduces of four ranks on group "0", each lasting {@code durationNs}: rank r issues step s at
+   * its slot plus {@code offset}, and its device starts it 1 ms later.
+   */
+  private static Job fourRanks(int steps, long durationNs, IssueOffset offset) {
+    Job job = new Job();
+    List<Integer> members = List.of(0, 1, 2, 3);
+    for (int s = 1; s <= steps; s++) {
+      long[] issue = new long[4];
+      long[] start = new long[4];
+      for (int r = 0; r < 4; r++) {
+        issue[r] = T0 + s * STEP + offset.ns(s, r);
+        start[r] = issue[r] + MS;
+      }
+      job.collective("0", members, s, issue, start, durationNs);
+    }
+    return job;
+  }
+
   @Test
   void namesTheRankThatIssuesEveryCollectiveLate() {
     Diagnosis d = StragglerAnalyzer.analyze(world(4, 40, Map.of(2, 20 * MS), Map.of(), 1, true).evidence(true));
@@ -97,20 +121,8 @@ class StragglerAnalyzerTest {
     // As a healthy real gloo job showed live on a loaded machine: rank 1 the root of 13 of the window's 22
     // significant waits (a gap, far from chance), but at 13 of its 495 collectives.
     Random random = new Random(7);
-    Job job = new Job();
-    List<Integer> members = List.of(0, 1, 2, 3);
-    for (int s = 1; s <= 495; s++) {
-      long[] issue = new long[4];
-      long[] start = new long[4];
-      for (int r = 0; r < 4; r++) {
-        issue[r] = T0 + s * STEP + (long) (random.nextGaussian() * 0.2 * MS);
-        if (r == 1 && s % 38 == 0 || r == s % 4 && s % 55 == 0) {
-          issue[r] += 8 * MS;
-        }
-        start[r] = issue[r] + MS;
-      }
-      job.collective("0", members, s, issue, start, 3 * MS);
-    }
+    Job job = fourRanks(495, 3 * MS, (s, r) -> (long) (random.nextGaussian() * 0.2 * MS)
+        + (r == 1 && s % 38 == 0 || r == s % 4 && s % 55 == 0 ? 8 * MS : 0));
     Diagnosis d = StragglerAnalyzer.analyze(job.evidence(true));
 
     assertThat(d.lateness().ranks().get(1).timesLast()).isGreaterThanOrEqualTo(13);
@@ -142,17 +154,7 @@ class StragglerAnalyzerTest {
   @Test
   void occasionalSpikesSpreadOverRanksNameNone() {
     // Every tenth step some rank, a different one each time, is 10 ms late: noise, not a straggler.
-    Job job = new Job();
-    List<Integer> members = List.of(0, 1, 2, 3);
-    for (int s = 1; s <= 80; s++) {
-      long[] issue = new long[4];
-      long[] start = new long[4];
-      for (int r = 0; r < 4; r++) {
-        issue[r] = T0 + s * STEP + (s % 10 == 0 && r == (s / 10) % 4 ? 10 * MS : 0);
-        start[r] = issue[r] + MS;
-      }
-      job.collective("0", members, s, issue, start, 2 * MS);
-    }
+    Job job = fourRanks(80, 2 * MS, (s, r) -> s % 10 == 0 && r == (s / 10) % 4 ? 10 * MS : 0);
 
     assertThat(StragglerAnalyzer.analyze(job.evidence(true)).culpritRanks()).isEmpty();
   }

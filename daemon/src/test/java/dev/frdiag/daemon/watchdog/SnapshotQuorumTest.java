@@ -32,12 +32,21 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class SnapshotQuorumTest {
   @TempDir
   Path dataDir;
+  /** The investigators' clock, which the tests move. */
+  private final AtomicLong nanos = new AtomicLong(42);
+  private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+
+  @AfterEach
+  void stopScheduler() {
+    scheduler.shutdownNow();
+  }
 
   @Test
   void aStragglerDoesNotHoldTheDiagnosisUntilTheDeadline() throws Exception {
@@ -46,11 +55,7 @@ class SnapshotQuorumTest {
       List<StreamObserver<RankMessage>> streams = new ArrayList<>();
       // 101 ranks: the 1 % the quorum may leave out is one rank.
       int worldSize = 101;
-      ProcessGroup.Builder worldBuilder = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
-      for (int r = 0; r < worldSize; r++) {
-        worldBuilder.addRanks(r);
-      }
-      ProcessGroup world = worldBuilder.build();
+      ProcessGroup world = world(worldSize);
       for (int r = 0; r < worldSize; r++) {
         boolean answers = r != 2;
         StreamObserver<RankMessage>[] self = new StreamObserver[1];
@@ -94,79 +99,66 @@ class SnapshotQuorumTest {
 
   @Test
   void repliesMustHaveStoppedForAWhileOnTheInvestigatorsClockBeforeAQuorumIsFinal() throws Exception {
-    AtomicLong nanos = new AtomicLong(42);
-    ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
-    try {
-      Investigator investigator = new Investigator(new ReportStore(dataDir), Runnable::run, scheduler,
-          () -> Instant.EPOCH.plusNanos(nanos.get()), nanos::get, Duration.ofSeconds(30));
-      int worldSize = 101;
-      ProcessGroup.Builder world = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
-      for (int r = 0; r < worldSize; r++) {
-        world.addRanks(r);
-      }
-      Job job = new JobRegistry(16).getOrCreate("q", worldSize, 0);
-      for (int r = 0; r < worldSize; r++) {
-        int rank = r;
-        // Rank 2 is the straggler; the others answer at once.
-        RankLink link = rank == 2 ? request -> { } : request -> investigator.onDumpReply(job, rank, "s" + rank,
-            DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
-        job.attach(RankIdentity.newBuilder().setJobId("q").setGlobalRank(r).setWorldSize(worldSize)
-            .setHostname("n").setPid(r).build(), List.of(world.build()), link, "s" + r, 0, nanos.get(), 0);
-      }
-
-      CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
-      // The quorum is checked every 50 ms of real time, but the quiet it needs is measured on the injected clock.
-      await().during(Duration.ofMillis(600)).atMost(Duration.ofSeconds(5)).until(() -> !report.isDone());
-      nanos.addAndGet(Investigator.QUORUM_QUIET.toNanos());
-      assertThat(report.get(5, TimeUnit.SECONDS).timeline())
-          .anySatisfy(t -> assertThat(t.event()).startsWith("100 of 101 snapshots received"));
-    } finally {
-      scheduler.shutdownNow();
+    Investigator investigator = investigator();
+    Job job = new JobRegistry(16).getOrCreate("q", 101, 0);
+    for (int r = 0; r < 101; r++) {
+      // Rank 2 is the straggler; the others answer at once.
+      attach(job, r, "s" + r, r == 2 ? request -> { } : answering(investigator, job, r, "s" + r));
     }
+
+    CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
+    // The quorum is checked every 50 ms of real time, but the quiet it needs is measured on the injected clock.
+    await().during(Duration.ofMillis(600)).atMost(Duration.ofSeconds(5)).until(() -> !report.isDone());
+    nanos.addAndGet(Investigator.QUORUM_QUIET.toNanos());
+    assertThat(report.get(5, TimeUnit.SECONDS).timeline())
+        .anySatisfy(t -> assertThat(t.event()).startsWith("100 of 101 snapshots received"));
   }
 
   @Test
   void aRankWhoseStreamWasDownWhenTheRequestWentOutIsAskedOnItsNewStream() throws Exception {
-    AtomicLong nanos = new AtomicLong(42);
-    ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
-    try {
-      Investigator investigator = new Investigator(new ReportStore(dataDir), Runnable::run, scheduler,
-          () -> Instant.EPOCH.plusNanos(nanos.get()), nanos::get, Duration.ofSeconds(30));
-      int worldSize = 4;
-      ProcessGroup.Builder world = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
-      for (int r = 0; r < worldSize; r++) {
-        world.addRanks(r);
-      }
-      Job job = new JobRegistry(16).getOrCreate("q", worldSize, 0);
-      // Rank 0 answers when the test says, so that the snapshots are still being gathered when rank 3 is back.
-      AtomicLong heldRequest = new AtomicLong(-1);
-      job.attach(identity(0, worldSize), List.of(world.build()), request -> heldRequest.set(request.getRequestId()),
-          "s0", 0, nanos.get(), 0);
-      for (int r = 1; r < worldSize; r++) {
-        job.attach(identity(r, worldSize), List.of(world.build()), answering(investigator, job, r, "s" + r),
-            "s" + r, 0, nanos.get(), 0);
-      }
-      // Rank 3's agent opens a new stream (as it does when it learns the rank's pid): the old one is gone, the new
-      // one not there yet, when the request goes out.
-      job.lost(3, "s3", nanos.get());
-
-      CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
-      RankLink reopened = answering(investigator, job, 3, "s3b");
-      job.attach(identity(3, worldSize), List.of(world.build()), reopened, "s3b", 0, nanos.get(), 0);
-      investigator.onRankAttached(job, 3, "s3b", reopened);
-      assertThat(report).isNotDone();
-      investigator.onDumpReply(job, 0, "s0", DumpReply.newBuilder().setRequestId(heldRequest.get()).build());
-
-      assertThat(report.get(5, TimeUnit.SECONDS).timeline())
-          .anySatisfy(t -> assertThat(t.event()).startsWith("4 of 4 snapshots received"));
-    } finally {
-      scheduler.shutdownNow();
+    Investigator investigator = investigator();
+    Job job = new JobRegistry(16).getOrCreate("q", 4, 0);
+    // Rank 0 answers when the test says, so that the snapshots are still being gathered when rank 3 is back.
+    AtomicLong heldRequest = new AtomicLong(-1);
+    attach(job, 0, "s0", request -> heldRequest.set(request.getRequestId()));
+    for (int r = 1; r < 4; r++) {
+      attach(job, r, "s" + r, answering(investigator, job, r, "s" + r));
     }
+    // Rank 3's agent opens a new stream (as it does when it learns the rank's pid): the old one is gone, the new
+    // one not there yet, when the request goes out.
+    job.lost(3, "s3", nanos.get());
+
+    CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
+    RankLink reopened = answering(investigator, job, 3, "s3b");
+    attach(job, 3, "s3b", reopened);
+    investigator.onRankAttached(job, 3, "s3b", reopened);
+    assertThat(report).isNotDone();
+    investigator.onDumpReply(job, 0, "s0", DumpReply.newBuilder().setRequestId(heldRequest.get()).build());
+
+    assertThat(report.get(5, TimeUnit.SECONDS).timeline())
+        .anySatisfy(t -> assertThat(t.event()).startsWith("4 of 4 snapshots received"));
   }
 
-  private static RankIdentity identity(int rank, int worldSize) {
-    return RankIdentity.newBuilder().setJobId("q").setGlobalRank(rank).setWorldSize(worldSize).setHostname("n")
-        .setPid(rank).build();
+  /** An investigator on the test's clock ({@link #nanos}) that analyses on the calling thread. */
+  private Investigator investigator() {
+    return new Investigator(new ReportStore(dataDir), Runnable::run, scheduler,
+        () -> Instant.EPOCH.plusNanos(nanos.get()), nanos::get, Duration.ofSeconds(30));
+  }
+
+  /** Process group "0" of every rank of a job of {@code size}. */
+  private static ProcessGroup world(int size) {
+    ProcessGroup.Builder world = ProcessGroup.newBuilder().setName("0").setGlobalRankStride(1);
+    for (int r = 0; r < size; r++) {
+      world.addRanks(r);
+    }
+    return world.build();
+  }
+
+  /** Attaches {@code rank} of {@code job}, in the world group, as stream {@code session} served by {@code link}. */
+  private void attach(Job job, int rank, String session, RankLink link) {
+    RankIdentity identity = RankIdentity.newBuilder().setJobId(job.id()).setGlobalRank(rank)
+        .setWorldSize(job.worldSize()).setHostname("n").setPid(rank).build();
+    job.attach(identity, List.of(world(job.worldSize())), link, session, 0, nanos.get(), 0);
   }
 
   /** A stream that answers every dump request at once, as session {@code session} of {@code rank}. */
