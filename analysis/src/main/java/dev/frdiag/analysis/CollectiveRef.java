@@ -1,5 +1,7 @@
 package dev.frdiag.analysis;
 
+import java.util.Objects;
+
 /**
  * Names one operation the same way on every rank: process group, its description, the seq and whether it is P2P.
  *
@@ -12,6 +14,21 @@ package dev.frdiag.analysis;
  */
 public record CollectiveRef(String processGroup, String processGroupDesc, long seq, boolean isP2p, String op,
     String commsId) {
+
+  // equals and hashCode written out: a record's generated ones are method-handle chains, spun at first use and
+  // slow until the optimizing compiler, which fr-diagnose leaves out (docs/PERFORMANCE.md).
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof CollectiveRef r && seq == r.seq && isP2p == r.isP2p
+        && Objects.equals(processGroup, r.processGroup) && Objects.equals(processGroupDesc, r.processGroupDesc)
+        && Objects.equals(op, r.op) && Objects.equals(commsId, r.commsId);
+  }
+
+  @Override
+  public int hashCode() {
+    return ((Objects.hashCode(processGroup) * 31 + Long.hashCode(seq)) * 31 + Boolean.hashCode(isP2p)) * 31
+        + Objects.hashCode(op);
+  }
 
   /** "tp0#42 _all_gather_base" style short label. */
   public String label() {

@@ -19,7 +19,19 @@ final class StuckOp {
    * Identity of one operation across ranks. {@code owner} is -1, except for a send/recv in a group of more than
    * two ranks, whose p2p seqs are per rank and cannot be matched: there the operation is one rank's op and its peer.
    */
-  record Key(GroupKey group, long seq, boolean p2p, int owner) {}
+  record Key(GroupKey group, long seq, boolean p2p, int owner) {
+    // Written out: a record's generated methods are method-handle chains, spun at first use and slow until the
+    // optimizing compiler, which fr-diagnose leaves out (docs/PERFORMANCE.md).
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Key k && seq == k.seq && p2p == k.p2p && owner == k.owner && group.equals(k.group);
+    }
+
+    @Override
+    public int hashCode() {
+      return ((group.hashCode() * 31 + Long.hashCode(seq)) * 31 + Boolean.hashCode(p2p)) * 31 + owner;
+    }
+  }
 
   /** Root causes first, then the oldest first: the order reports list stuck operations in. */
   static final Comparator<StuckOp> ROOTS_FIRST = Comparator.comparing((StuckOp n) -> !n.isRoot())
