@@ -15,8 +15,7 @@ import java.util.Objects;
 public record CollectiveRef(String processGroup, String processGroupDesc, long seq, boolean isP2p, String op,
     String commsId) {
 
-  // equals and hashCode written out: a record's generated ones are method-handle chains, spun at first use and
-  // slow until the optimizing compiler, which fr-diagnose leaves out (docs/PERFORMANCE.md).
+  // equals and hashCode written out, for the reason GroupKey gives.
   @Override
   public boolean equals(Object o) {
     return o instanceof CollectiveRef r && seq == r.seq && isP2p == r.isP2p

@@ -20,8 +20,7 @@ final class StuckOp {
    * two ranks, whose p2p seqs are per rank and cannot be matched: there the operation is one rank's op and its peer.
    */
   record Key(GroupKey group, long seq, boolean p2p, int owner) {
-    // Written out: a record's generated methods are method-handle chains, spun at first use and slow until the
-    // optimizing compiler, which fr-diagnose leaves out (docs/PERFORMANCE.md).
+    // equals and hashCode written out, for the reason GroupKey gives.
     @Override
     public boolean equals(Object o) {
       return o instanceof Key k && seq == k.seq && p2p == k.p2p && owner == k.owner && group.equals(k.group);
