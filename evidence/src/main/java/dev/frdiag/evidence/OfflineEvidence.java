@@ -112,14 +112,15 @@ final class OfflineEvidence {
     int world = Math.max(worldSize, inferredWorldSize());
     // Dumps that list no members (gloo) get them from the job's dumps together, before groups are compared.
     List<FlightRecorderDump> all = RecordedMembers.complete(dumps.values(), world);
-    Map<String, long[]> seqRanges = PgStatus.seqRanges(all, d -> seqsByName.get(d.rank()));
+    PgStatus.SeqRanges seqRanges = PgStatus.seqRanges(all, d -> seqsByName.get(d.rank()));
     Map<Integer, RankEvidence> ranks = new TreeMap<>();
     for (FlightRecorderDump d : all) {
       ranks.put(d.rank(), fromDump(d, seqRanges, world));
     }
     Map<Integer, RankEvidence> fromLogs = WatchdogEvidence.of(watchdog, rank -> identity(rank, world));
     Map<String, ProcessGroup> dumpGroups = new HashMap<>();
-    all.forEach(d -> withLayout(d.processGroups()).forEach(g -> dumpGroups.putIfAbsent(g.getName(), g)));
+    // The first dump's description of each group, which fromDump gave the ranks already.
+    all.forEach(d -> ranks.get(d.rank()).groups().forEach(g -> dumpGroups.putIfAbsent(g.getName(), g)));
     fromLogs.forEach((rank, logged) -> {
       RankEvidence e = ranks.get(rank);
       if (e == null) {
@@ -160,8 +161,8 @@ final class OfflineEvidence {
     for (FlightRecorderDump d : dumps.values()) {
       max = Math.max(max, d.rank());
       for (ProcessGroup g : d.processGroups()) {
-        for (int r : g.getRanksList()) {
-          max = Math.max(max, r);
+        for (int i = 0; i < g.getRanksCount(); i++) {
+          max = Math.max(max, g.getRanks(i));
         }
       }
     }
@@ -174,7 +175,7 @@ final class OfflineEvidence {
     return max + 1;
   }
 
-  private RankEvidence fromDump(FlightRecorderDump d, Map<String, long[]> seqRanges, int world) {
+  private RankEvidence fromDump(FlightRecorderDump d, PgStatus.SeqRanges seqRanges, int world) {
     List<ProcessGroupProgress> progress = PgStatus.normalized(d, seqRanges);
     List<RankEvent> events = new ArrayList<>();
     return new RankEvidence(d.rank(), identity(d.rank(), world).toBuilder().setNcclVersion(d.commLibVersion())
@@ -234,8 +235,8 @@ final class OfflineEvidence {
   }
 
   /**
-   * Each group's identity across ranks (name + members) by its name on this rank; computed once per dump, as
-   * the members of a large job's world group make a long key.
+   * What a dump says of its rank's identity: its global rank in a world of at least {@code world} ranks; no local
+   * rank or device.
    */
   private static RankIdentity identity(int rank, int world) {
     return RankIdentity.newBuilder().setGlobalRank(rank).setWorldSize(Math.max(world, rank + 1)).setLocalRank(-1)

@@ -20,7 +20,7 @@ public final class PgStatus {
   private PgStatus() {}
 
   /** Per group (name + members), the largest collective and P2P seqs any of {@code dumps} recorded. */
-  public static Map<String, long[]> seqRanges(Collection<FlightRecorderDump> dumps) {
+  public static SeqRanges seqRanges(Collection<FlightRecorderDump> dumps) {
     return seqRanges(dumps, PgStatus::seqsByName);
   }
 
@@ -28,15 +28,15 @@ public final class PgStatus {
    * As {@link #seqRanges(Collection)}, from each dump's {@link #seqsByName}, which a reader may have worked out as
    * each dump arrived (its records are a dump's bulk; its groups may be completed later, so the keys are not).
    */
-  public static Map<String, long[]> seqRanges(Collection<FlightRecorderDump> dumps,
+  public static SeqRanges seqRanges(Collection<FlightRecorderDump> dumps,
       Function<FlightRecorderDump, Map<String, long[]>> seqsByName) {
-    Map<String, long[]> ranges = new HashMap<>();
+    Map<List<Object>, long[]> ranges = new HashMap<>();
     for (FlightRecorderDump d : dumps) {
-      // By name within the dump first: a key spells out the members (thousands of characters for a world group),
-      // and comparing it once per record rather than once per group was most of a large folder's cost.
-      Map<String, String> keys = keysOf(d);
+      // By name within the dump first: a key holds the members (thousands for a world group), and comparing it
+      // once per record rather than once per group was most of a large folder's cost.
+      Map<String, List<Object>> keys = keysOf(d);
       seqsByName.apply(d).forEach((name, range) -> {
-        String key = keys.get(name);
+        List<Object> key = keys.get(name);
         if (key != null) {
           long[] all = ranges.computeIfAbsent(key, k -> new long[] {-1, -1});
           all[0] = Math.max(all[0], range[0]);
@@ -44,7 +44,16 @@ public final class PgStatus {
         }
       });
     }
-    return ranges;
+    return new SeqRanges(ranges);
+  }
+
+  /** Per group (name + members), the largest collective and P2P seqs (-1 for none) some dumps recorded. */
+  public static final class SeqRanges {
+    private final Map<List<Object>, long[]> byGroup;
+
+    private SeqRanges(Map<List<Object>, long[]> byGroup) {
+      this.byGroup = byGroup;
+    }
   }
 
   /** Per group name, the largest collective and P2P seqs (-1 for none) {@code d}'s records show. */
@@ -68,12 +77,12 @@ public final class PgStatus {
   }
 
   /** {@code d}'s progress with the groups whose numbers are P2P seqs moved to the P2P fields. */
-  public static List<ProcessGroupProgress> normalized(FlightRecorderDump d, Map<String, long[]> seqRanges) {
+  public static List<ProcessGroupProgress> normalized(FlightRecorderDump d, SeqRanges seqRanges) {
     List<ProcessGroupProgress> progress = new ArrayList<>(d.progress().size());
-    Map<String, String> keys = keysOf(d);
+    Map<String, List<Object>> keys = keysOf(d);
     for (ProcessGroupProgress p : d.progress()) {
-      String key = keys.get(p.getProcessGroup());
-      long[] range = key == null ? null : seqRanges.get(key);
+      List<Object> key = keys.get(p.getProcessGroup());
+      long[] range = key == null ? null : seqRanges.byGroup.get(key);
       boolean p2p = range != null && range[1] >= 0 && (range[0] < 0
           || Math.abs(p.getLastEnqueuedSeq() - range[1]) < Math.abs(p.getLastEnqueuedSeq() - range[0]));
       progress.add(p2p ? p.toBuilder().setLastEnqueuedSeq(-1).setLastStartedSeq(-1).setLastCompletedSeq(-1)
@@ -83,10 +92,15 @@ public final class PgStatus {
     return progress;
   }
 
-  private static Map<String, String> keysOf(FlightRecorderDump d) {
-    Map<String, String> keys = new HashMap<>();
+  /**
+   * Each group's identity across ranks (name and members) by its name in {@code d}. The members are protobuf's
+   * list of ints, which hashes and compares its array without boxing: a key spelt out as text was most of the
+   * cost of a 512-rank folder's evidence (docs/PERFORMANCE.md).
+   */
+  private static Map<String, List<Object>> keysOf(FlightRecorderDump d) {
+    Map<String, List<Object>> keys = new HashMap<>();
     for (ProcessGroup g : d.processGroups()) {
-      keys.putIfAbsent(g.getName(), g.getName() + g.getRanksList());
+      keys.putIfAbsent(g.getName(), List.of(g.getName(), g.getRanksList()));
     }
     return keys;
   }

@@ -43,7 +43,7 @@ class PgStatusTest {
     // Rank 12 is idle in the pipeline group; its numbers are told apart by rank 0's records of the same group.
     FlightRecorderDump rank12 = new FlightRecorderDump(Path.of("_dump_12"), 12, "2.9", "2.27.3",
         List.of(group("43", 0, 12)), List.of(), List.of(status("43", 11986, 11986)), Map.of(), List.of());
-    Map<String, long[]> ranges = PgStatus.seqRanges(List.of(rank0, rank12));
+    PgStatus.SeqRanges ranges = PgStatus.seqRanges(List.of(rank0, rank12));
 
     List<ProcessGroupProgress> p0 = PgStatus.normalized(rank0, ranges);
     assertThat(p0.get(0).getLastEnqueuedP2PSeq()).isEqualTo(11986);
