@@ -9,8 +9,10 @@ import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.ProcessGroupProgress;
 import dev.frdiag.testing.dumps.DumpWriter;
 import java.io.ByteArrayOutputStream;
+import java.lang.management.ManagementFactory;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -18,12 +20,33 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** How the reader interprets dumps, and the exact messages users see when it cannot. */
 class DumpReaderTest {
   private static final Path FILE = Path.of("dumps", "nccl_trace_rank_3");
 
   private final DumpReader reader = DumpReader.create();
+
+  @Test
+  void aLargeFileThatIsNoDumpFailsOnItsFirstBytesAndASmallOneWithTheSameMessage(@TempDir Path dir) throws Exception {
+    com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    for (long size : List.of(DumpReader.PREFIX_CHECKED_ABOVE + 1, 64L * 1024)) {
+      Path file = dir.resolve("nccl_trace_rank_" + size);
+      byte[] junk = new byte[(int) size];
+      junk[0] = (byte) PickleOpcodes.PROTO;
+      junk[1] = 2;
+      junk[2] = (byte) 0xff;
+      Files.write(file, junk);
+      long before = threads.getCurrentThreadAllocatedBytes();
+      assertThatThrownBy(() -> reader.read(file)).isInstanceOf(DumpFormatException.class)
+          .hasMessage("invalid pickle opcode 0xff at byte 2 (" + file + ")");
+      if (size > DumpReader.PREFIX_CHECKED_ABOVE) {
+        // Refused on its first bytes: the rest was never read into memory.
+        assertThat(threads.getCurrentThreadAllocatedBytes() - before).isLessThan(size / 4);
+      }
+    }
+  }
 
   @Test
   void readsANewer2xWithAWarning() throws Exception {
