@@ -94,8 +94,8 @@ public final class PgStatus {
 
   /**
    * Each group's identity across ranks (name and members) by its name in {@code d}. The members are protobuf's
-   * list of ints, which hashes and compares its array without boxing: a key spelt out as text was most of the
-   * cost of a 512-rank folder's evidence (docs/PERFORMANCE.md).
+   * list of ints, which hashes and compares its array without boxing: a key spelt out as text was most of what
+   * assembling a 512-rank folder's evidence took after the reading (docs/PERFORMANCE.md).
    */
   private static Map<String, List<Object>> keysOf(FlightRecorderDump d) {
     Map<String, List<Object>> keys = new HashMap<>();
