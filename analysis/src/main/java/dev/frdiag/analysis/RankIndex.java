@@ -44,6 +44,42 @@ final class RankIndex {
     /** Oldest collective seq held in the ring; older seqs were overwritten. */
     long oldestHeld = Long.MAX_VALUE;
     long oldestHeldP2p = Long.MAX_VALUE;
+
+    /**
+     * Takes the rank's next record of this group, in issue order; returns whether it ended. A method of its own,
+     * called once per record: a rank's loop over its records runs a few dozen times per analysis, too few for
+     * the compiler to take it before it is done, and this is compiled after a few hundred records.
+     */
+    boolean take(CollectiveRecord r) {
+      boolean ended = Completion.ended(r);
+      if (lastRecord != null && Completion.ended(lastRecord) && lastRecord.getOpId() > 0
+          && r.getOpId() > lastRecord.getOpId() + 1) {
+        unrecordedOps += r.getOpId() - lastRecord.getOpId() - 1;
+      }
+      lastRecord = r;
+      if (r.getIsP2P()) {
+        p2p.add(r.getP2PSeq(), r);
+        p2pEnqueued = Math.max(p2pEnqueued, r.getP2PSeq());
+        oldestHeldP2p = Math.min(oldestHeldP2p, r.getP2PSeq());
+        if (ended) {
+          p2pCompleted = Math.max(p2pCompleted, r.getP2PSeq());
+        }
+      } else {
+        collectives.add(r.getCollectiveSeq(), r);
+        retiredUnknown |= Completion.retiredUnknown(r);
+        enqueued = Math.max(enqueued, r.getCollectiveSeq());
+        oldestHeld = Math.min(oldestHeld, r.getCollectiveSeq());
+        if (ended) {
+          completed = Math.max(completed, r.getCollectiveSeq());
+        } else if (r.getState() == CollectiveState.STARTED) {
+          started = Math.max(started, r.getCollectiveSeq());
+        }
+      }
+      if (ended) {
+        lastCompletionNs = Math.max(lastCompletionNs, r.getTimeCompletedNs());
+      }
+      return ended;
+    }
   }
 
   /** Indexes {@code evidence}, taking each group's shared key object from {@code keys} (by the group's identity). */
@@ -82,36 +118,8 @@ final class RankIndex {
       if (t == null) {
         continue;
       }
-      if (r.getState() == CollectiveState.STARTED || r.getTimeStartedNs() > 0) {
-        starts = true;
-      }
-      boolean ended = Completion.ended(r);
-      if (t.lastRecord != null && Completion.ended(t.lastRecord) && t.lastRecord.getOpId() > 0
-          && r.getOpId() > t.lastRecord.getOpId() + 1) {
-        t.unrecordedOps += r.getOpId() - t.lastRecord.getOpId() - 1;
-      }
-      t.lastRecord = r;
-      if (r.getIsP2P()) {
-        t.p2p.add(r.getP2PSeq(), r);
-        t.p2pEnqueued = Math.max(t.p2pEnqueued, r.getP2PSeq());
-        t.oldestHeldP2p = Math.min(t.oldestHeldP2p, r.getP2PSeq());
-        if (ended) {
-          t.p2pCompleted = Math.max(t.p2pCompleted, r.getP2PSeq());
-        }
-      } else {
-        t.collectives.add(r.getCollectiveSeq(), r);
-        t.retiredUnknown |= Completion.retiredUnknown(r);
-        t.enqueued = Math.max(t.enqueued, r.getCollectiveSeq());
-        t.oldestHeld = Math.min(t.oldestHeld, r.getCollectiveSeq());
-        if (ended) {
-          t.completed = Math.max(t.completed, r.getCollectiveSeq());
-        } else if (r.getState() == CollectiveState.STARTED) {
-          t.started = Math.max(t.started, r.getCollectiveSeq());
-        }
-      }
-      if (ended) {
-        t.lastCompletionNs = Math.max(t.lastCompletionNs, r.getTimeCompletedNs());
-      } else if (oldest == null || isBefore(r, oldest)) {
+      starts |= r.getState() == CollectiveState.STARTED || r.getTimeStartedNs() > 0;
+      if (!t.take(r) && (oldest == null || isBefore(r, oldest))) {
         oldest = r;
       }
     }
