@@ -12,7 +12,7 @@ record GroupKey(String name, long start, long stride, long size) implements Comp
     return new GroupKey(g.getName(), g.getGlobalRankStart(), g.getGlobalRankStride(), g.getRanksCount());
   }
 
-  // equals, hashCode and toString written out: a record's generated ones are method-handle chains, spun at first
+  // equals and hashCode written out: a record's generated ones are method-handle chains, spun at first
   // use and slow until the optimizing compiler, which fr-diagnose leaves out (docs/PERFORMANCE.md).
   @Override
   public boolean equals(Object o) {
@@ -23,11 +23,6 @@ record GroupKey(String name, long start, long stride, long size) implements Comp
   @Override
   public int hashCode() {
     return ((name.hashCode() * 31 + Long.hashCode(start)) * 31 + Long.hashCode(stride)) * 31 + Long.hashCode(size);
-  }
-
-  @Override
-  public String toString() {
-    return "GroupKey[name=" + name + ", start=" + start + ", stride=" + stride + ", size=" + size + "]";
   }
 
   @Override

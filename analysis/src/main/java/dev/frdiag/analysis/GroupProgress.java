@@ -2,6 +2,7 @@ package dev.frdiag.analysis;
 
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -118,10 +119,11 @@ public record GroupProgress(CollectiveRef collective, boolean rootCause, long fi
     drawable.stream().filter(op -> op.ref.equals(primary)).findFirst().ifPresent(order::add);
     drawable.stream().max(Comparator.comparingLong((StuckOp op) -> op.group.size())).ifPresent(order::add);
     order.addAll(drawable);
-    Set<String> drawn = new TreeSet<>();
+    // One picture per group and kind (collective or p2p).
+    Set<List<Object>> drawn = new HashSet<>();
     List<GroupProgress> pictures = new ArrayList<>();
     for (StuckOp op : order) {
-      if (pictures.size() == MAX_GROUPS || !drawn.add(op.group + (op.p2p ? "/p2p" : ""))) {
+      if (pictures.size() == MAX_GROUPS || !drawn.add(List.of(op.group, op.p2p))) {
         continue;
       }
       List<Integer> members = index.members.getOrDefault(op.group, List.of());

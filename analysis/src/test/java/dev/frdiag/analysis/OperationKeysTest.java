@@ -20,7 +20,6 @@ class OperationKeysTest {
         new GroupKey("tp", 0, 2, 8), new GroupKey("tp", 0, 1, 4))) {
       assertNotEquals(TP, other);
     }
-    assertEquals("GroupKey[name=tp, start=0, stride=1, size=8]", TP.toString());
   }
 
   @Test
