@@ -39,19 +39,50 @@ final class RankIndex {
      */
     long unrecordedOps;
     private CollectiveRecord lastRecord;
+    /** The oldest record of this group that has not ended, by {@link RankIndex#isBefore}; null when none. */
+    private CollectiveRecord oldestIncomplete;
+    /** Its place in the rank's records: of two that {@code isBefore} cannot order, the earlier one is older. */
+    private int oldestIncompleteAt;
+    /** Whether a record shows the device starting it: a STARTED state or a start time. */
+    private boolean recordsStarts;
     /** Whether some collective record is retired with no completion (gloo's failed ops; see Completion). */
     boolean retiredUnknown;
     /** Oldest collective seq held in the ring; older seqs were overwritten. */
     long oldestHeld = Long.MAX_VALUE;
     long oldestHeldP2p = Long.MAX_VALUE;
 
+    /** Whether this track's oldest incomplete record is older than {@code other}'s; both hold one. */
+    boolean holdsOlderThan(Track other) {
+      CollectiveRecord mine = oldestIncomplete;
+      CollectiveRecord theirs = other.oldestIncomplete;
+      return isBefore(mine, theirs) || !isBefore(theirs, mine) && oldestIncompleteAt < other.oldestIncompleteAt;
+    }
+
     /**
-     * Takes the rank's next record of this group, in issue order; returns whether it ended. A method of its own,
-     * called once per record: a rank's loop over its records runs a few dozen times per analysis, too few for
-     * the compiler to take it before it is done, and this is compiled after a few hundred records.
+     * The track of {@code r} among {@code tracksByName}, told to expect it; null for a record of a group the rank
+     * does not list. Per record, as {@link #take} is.
      */
-    boolean take(CollectiveRecord r) {
+    static Track expect(Map<String, Track> tracksByName, CollectiveRecord r) {
+      Track t = tracksByName.get(r.getProcessGroup());
+      if (t != null) {
+        (r.getIsP2P() ? t.p2p : t.collectives).expect();
+      }
+      return t;
+    }
+
+    /**
+     * Takes the rank's next record of this group, in issue order; {@code at} is its place among the rank's records.
+     * A method of its own, called once per record: a rank's loop over its records runs a few dozen times per
+     * analysis, too few for the compiler to take it before it is done, and this is compiled after a few hundred
+     * records; the loop itself does nothing else.
+     */
+    void take(CollectiveRecord r, int at) {
       boolean ended = Completion.ended(r);
+      recordsStarts |= r.getState() == CollectiveState.STARTED || r.getTimeStartedNs() > 0;
+      if (!ended && (oldestIncomplete == null || isBefore(r, oldestIncomplete))) {
+        oldestIncomplete = r;
+        oldestIncompleteAt = at;
+      }
       if (lastRecord != null && Completion.ended(lastRecord) && lastRecord.getOpId() > 0
           && r.getOpId() > lastRecord.getOpId() + 1) {
         unrecordedOps += r.getOpId() - lastRecord.getOpId() - 1;
@@ -78,7 +109,6 @@ final class RankIndex {
       if (ended) {
         lastCompletionNs = Math.max(lastCompletionNs, r.getTimeCompletedNs());
       }
-      return ended;
     }
   }
 
@@ -101,31 +131,22 @@ final class RankIndex {
     // Each record's track found once, and counted, so that each track's arrays are allocated once at their size.
     Track[] trackOf = new Track[records.size()];
     for (int i = 0; i < trackOf.length; i++) {
-      CollectiveRecord r = records.get(i);
-      Track t = tracksByName.get(r.getProcessGroup());
-      trackOf[i] = t;
-      if (t != null) {
-        (r.getIsP2P() ? t.p2p : t.collectives).expect();
+      trackOf[i] = Track.expect(tracksByName, records.get(i));
+    }
+    for (int i = 0; i < trackOf.length; i++) {
+      if (trackOf[i] != null) {
+        trackOf[i].take(records.get(i), i);
       }
     }
     boolean starts = false;
-    CollectiveRecord oldest = null;
-    CollectiveRecord last = null;
-    for (int i = 0; i < trackOf.length; i++) {
-      CollectiveRecord r = records.get(i);
-      last = r;
-      Track t = trackOf[i];
-      if (t == null) {
-        continue;
-      }
-      starts |= r.getState() == CollectiveState.STARTED || r.getTimeStartedNs() > 0;
-      if (!t.take(r) && (oldest == null || isBefore(r, oldest))) {
-        oldest = r;
-      }
-    }
+    Track oldest = null;
     for (Track t : tracks.values()) {
       t.collectives.seal();
       t.p2p.seal();
+      starts |= t.recordsStarts;
+      if (t.oldestIncomplete != null && (oldest == null || t.holdsOlderThan(oldest))) {
+        oldest = t;
+      }
     }
     for (ProcessGroupProgress p : evidence.progress()) {
       GroupKey key = groupsByName.get(p.getProcessGroup());
@@ -144,8 +165,8 @@ final class RankIndex {
       }
     }
     this.recordsStarts = starts;
-    this.oldestIncomplete = oldest;
-    this.newest = last;
+    this.oldestIncomplete = oldest == null ? null : oldest.oldestIncomplete;
+    this.newest = records.isEmpty() ? null : records.get(records.size() - 1);
   }
 
   int rank() {

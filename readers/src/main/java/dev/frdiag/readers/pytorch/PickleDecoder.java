@@ -154,161 +154,170 @@ final class PickleDecoder {
   private static final String TRUNCATED = "truncated pickle at byte ";
 
   private int run() {
-    while (true) {
-      if (pos >= end) {
-        throw new DumpProblem(TRUNCATED + end + " of " + end + ": it ends without a STOP opcode");
-      }
-      opStart = pos;
-      op = data[pos++] & 0xff;
-      if (top == stack.length) {
-        // Room for the one value an opcode may push, made here so that push itself stays small.
-        grow();
-      }
-      // Every case below is an allowed opcode (PickleOpcodes.isAllowed); anything else is refused by the default.
-      switch (op) {
-        case PROTO -> {
-          int version = u8();
-          if (version > HIGHEST_PROTOCOL) {
-            throw problem("unsupported pickle protocol " + version);
-          }
-        }
-        case FRAME -> {
-          // A size hint for buffered reading; the frame's content is ordinary opcodes.
-          need(8);
-          pos += 8;
-        }
-        case STOP -> {
-          if (markCount > 0) {
-            throw problem("a MARK is still open");
-          }
-          if (top != 1) {
-            throw problem(top == 0 ? "there is no value to return" : top + " values are left on the stack");
-          }
-          return pos;
-        }
-        case MARK -> {
-          if (markCount == marks.length) {
-            marks = Arrays.copyOf(marks, markCount * 2);
-          }
-          marks[markCount++] = top;
-        }
-        case EMPTY_DICT -> {
-          int dictEnd = entries.read(data, opStart, end, memo, memoValues);
-          if (dictEnd >= 0) {
-            pos = dictEnd;
-            push(container(K_DICT), entries.dict());
-          } else {
-            push(container(K_DICT), new PickleDict());
-          }
-        }
-        case EMPTY_LIST -> {
-          RepeatedLists.Shared list = repeated.seen(data, opStart, end);
-          if (list != null) {
-            pos = opStart + repeated.foundLength();
-          } else {
-            int runEnd = repeated.runEnd(data, pos, end);
-            if (runEnd >= 0) {
-              list = repeated.find(data, opStart, runEnd, repeated.runHash());
-              if (list == null) {
-                list = repeated.add(data, opStart, runEnd, repeated.runHash(), wholeList(opStart));
-              }
-              repeated.seen(data, opStart, runEnd, end, list);
-              pos = runEnd;
-            }
-          }
-          if (list == null) {
-            // Capacity 0, not the default 10: APPENDS then sizes it exactly, and most lists hold one to three items.
-            push(container(K_LIST), new ArrayList<>(0));
-          } else {
-            long kind = container(K_LIST);
-            whole.set((int) (kind >>> 4));
-            push(kind, list);
-          }
-        }
-        case EMPTY_TUPLE -> push(K_TUPLE, new Object[0]);
-        case DICT -> {
-          int from = popMark();
-          checkPairs(from, consumedEnd);
-          PickleDict dict = new PickleDict();
-          putPairs(dict, from, consumedEnd);
-          push(container(K_DICT), dict);
-        }
-        case LIST -> {
-          int from = popMark();
-          push(container(K_LIST), new ArrayList<>(Arrays.asList(values).subList(from, consumedEnd)));
-        }
-        case TUPLE -> {
-          int from = popMark();
-          push(K_TUPLE, Arrays.copyOfRange(values, from, consumedEnd));
-        }
-        case TUPLE1, TUPLE2, TUPLE3 -> {
-          pop(op - TUPLE1 + 1);
-          push(K_TUPLE, Arrays.copyOfRange(values, top, top + op - TUPLE1 + 1));
-        }
-        case APPEND -> {
-          pop(1);
-          modify(K_LIST);
-          list(top - 1).add(values[top]);
-        }
-        case APPENDS -> {
-          int from = popMark();
-          modify(K_LIST);
-          ArrayList<Object> list = list(top - 1);
-          list.ensureCapacity(list.size() + consumedEnd - from);
-          for (int i = from; i < consumedEnd; i++) {
-            list.add(values[i]);
-          }
-        }
-        case SETITEM -> {
-          pop(2);
-          checkPairs(top, top + 2);
-          modify(K_DICT);
-          ((PickleDict) values[top - 1]).put(values[top], values[top + 1]);
-        }
-        case SETITEMS -> {
-          int from = popMark();
-          checkPairs(from, consumedEnd);
-          modify(K_DICT);
-          putPairs((PickleDict) values[top - 1], from, consumedEnd);
-        }
-        case BINUNICODE -> string(u32());
-        case SHORT_BINUNICODE -> string(u8());
-        case BINUNICODE8 -> string(u64());
-        case BININT -> push(K_INT, (int) s32());
-        case BININT1 -> push(K_INT, u8());
-        case BININT2 -> {
-          need(2);
-          pos += 2;
-          push(K_INT, (data[pos - 2] & 0xff) | (data[pos - 1] & 0xff) << 8);
-        }
-        case LONG1 -> push(K_INT, longValue(u8(), "LONG1"));
-        case LONG4 -> {
-          long n = s32();
-          if (n < 0) {
-            throw problem("negative length " + n);
-          }
-          push(K_INT, longValue(n, "LONG4"));
-        }
-        case BINFLOAT -> {
-          need(8);
-          long bits = 0;
-          for (int i = 0; i < 8; i++) {
-            bits = bits << 8 | (data[pos + i] & 0xffL);
-          }
-          pos += 8;
-          push(K_FLOAT, Double.longBitsToDouble(bits));
-        }
-        case NONE -> push(K_NONE, null);
-        case NEWTRUE -> push(K_BOOL, Boolean.TRUE);
-        case NEWFALSE -> push(K_BOOL, Boolean.FALSE);
-        case BINPUT -> put(u8());
-        case LONG_BINPUT -> put(u32());
-        case MEMOIZE -> put(memoSize);
-        case BINGET -> get(u8());
-        case LONG_BINGET -> get(u32());
-        default -> throw refused();
-      }
+    while (!step()) {
+      // Each opcode is a call: step is compiled after the first few hundred opcodes of the first dump, while a loop
+      // around the switch ran interpreted until it was replaced on the stack, a tenth of a second into the reading
+      // at 64 ranks (docs/PERFORMANCE.md).
     }
+    return pos;
+  }
+
+  /** Decodes one opcode; true once it was STOP. */
+  private boolean step() {
+    if (pos >= end) {
+      throw new DumpProblem(TRUNCATED + end + " of " + end + ": it ends without a STOP opcode");
+    }
+    opStart = pos;
+    op = data[pos++] & 0xff;
+    if (top == stack.length) {
+      // Room for the one value an opcode may push, made here so that push itself stays small.
+      grow();
+    }
+    // Every case below is an allowed opcode (PickleOpcodes.isAllowed); anything else is refused by the default.
+    switch (op) {
+      case PROTO -> {
+        int version = u8();
+        if (version > HIGHEST_PROTOCOL) {
+          throw problem("unsupported pickle protocol " + version);
+        }
+      }
+      case FRAME -> {
+        // A size hint for buffered reading; the frame's content is ordinary opcodes.
+        need(8);
+        pos += 8;
+      }
+      case STOP -> {
+        if (markCount > 0) {
+          throw problem("a MARK is still open");
+        }
+        if (top != 1) {
+          throw problem(top == 0 ? "there is no value to return" : top + " values are left on the stack");
+        }
+        return true;
+      }
+      case MARK -> {
+        if (markCount == marks.length) {
+          marks = Arrays.copyOf(marks, markCount * 2);
+        }
+        marks[markCount++] = top;
+      }
+      case EMPTY_DICT -> {
+        int dictEnd = entries.read(data, opStart, end, memo, memoValues);
+        if (dictEnd >= 0) {
+          pos = dictEnd;
+          push(container(K_DICT), entries.dict());
+        } else {
+          push(container(K_DICT), new PickleDict());
+        }
+      }
+      case EMPTY_LIST -> {
+        RepeatedLists.Shared list = repeated.seen(data, opStart, end);
+        if (list != null) {
+          pos = opStart + repeated.foundLength();
+        } else {
+          int runEnd = repeated.runEnd(data, pos, end);
+          if (runEnd >= 0) {
+            list = repeated.find(data, opStart, runEnd, repeated.runHash());
+            if (list == null) {
+              list = repeated.add(data, opStart, runEnd, repeated.runHash(), wholeList(opStart));
+            }
+            repeated.seen(data, opStart, runEnd, end, list);
+            pos = runEnd;
+          }
+        }
+        if (list == null) {
+          // Capacity 0, not the default 10: APPENDS then sizes it exactly, and most lists hold one to three items.
+          push(container(K_LIST), new ArrayList<>(0));
+        } else {
+          long kind = container(K_LIST);
+          whole.set((int) (kind >>> 4));
+          push(kind, list);
+        }
+      }
+      case EMPTY_TUPLE -> push(K_TUPLE, new Object[0]);
+      case DICT -> {
+        int from = popMark();
+        checkPairs(from, consumedEnd);
+        PickleDict dict = new PickleDict();
+        putPairs(dict, from, consumedEnd);
+        push(container(K_DICT), dict);
+      }
+      case LIST -> {
+        int from = popMark();
+        push(container(K_LIST), new ArrayList<>(Arrays.asList(values).subList(from, consumedEnd)));
+      }
+      case TUPLE -> {
+        int from = popMark();
+        push(K_TUPLE, Arrays.copyOfRange(values, from, consumedEnd));
+      }
+      case TUPLE1, TUPLE2, TUPLE3 -> {
+        pop(op - TUPLE1 + 1);
+        push(K_TUPLE, Arrays.copyOfRange(values, top, top + op - TUPLE1 + 1));
+      }
+      case APPEND -> {
+        pop(1);
+        modify(K_LIST);
+        list(top - 1).add(values[top]);
+      }
+      case APPENDS -> {
+        int from = popMark();
+        modify(K_LIST);
+        ArrayList<Object> list = list(top - 1);
+        list.ensureCapacity(list.size() + consumedEnd - from);
+        for (int i = from; i < consumedEnd; i++) {
+          list.add(values[i]);
+        }
+      }
+      case SETITEM -> {
+        pop(2);
+        checkPairs(top, top + 2);
+        modify(K_DICT);
+        ((PickleDict) values[top - 1]).put(values[top], values[top + 1]);
+      }
+      case SETITEMS -> {
+        int from = popMark();
+        checkPairs(from, consumedEnd);
+        modify(K_DICT);
+        putPairs((PickleDict) values[top - 1], from, consumedEnd);
+      }
+      case BINUNICODE -> string(u32());
+      case SHORT_BINUNICODE -> string(u8());
+      case BINUNICODE8 -> string(u64());
+      case BININT -> push(K_INT, (int) s32());
+      case BININT1 -> push(K_INT, u8());
+      case BININT2 -> {
+        need(2);
+        pos += 2;
+        push(K_INT, (data[pos - 2] & 0xff) | (data[pos - 1] & 0xff) << 8);
+      }
+      case LONG1 -> push(K_INT, longValue(u8(), "LONG1"));
+      case LONG4 -> {
+        long n = s32();
+        if (n < 0) {
+          throw problem("negative length " + n);
+        }
+        push(K_INT, longValue(n, "LONG4"));
+      }
+      case BINFLOAT -> {
+        need(8);
+        long bits = 0;
+        for (int i = 0; i < 8; i++) {
+          bits = bits << 8 | (data[pos + i] & 0xffL);
+        }
+        pos += 8;
+        push(K_FLOAT, Double.longBitsToDouble(bits));
+      }
+      case NONE -> push(K_NONE, null);
+      case NEWTRUE -> push(K_BOOL, Boolean.TRUE);
+      case NEWFALSE -> push(K_BOOL, Boolean.FALSE);
+      case BINPUT -> put(u8());
+      case LONG_BINPUT -> put(u32());
+      case MEMOIZE -> put(memoSize);
+      case BINGET -> get(u8());
+      case LONG_BINGET -> get(u32());
+      default -> throw refused();
+    }
+    return false;
   }
 
   /** Why {@link #op}, which the decoder has no case for, is refused. */
