@@ -61,15 +61,7 @@ final class SignatureCheck {
         continue;
       }
       for (int i = 0; i < t.collectives.size(); i++) {
-        long seq = t.collectives.seq(i);
-        List<CollectiveRecord> recs = t.collectives.at(i);
-        // The ring (or the daemon's window) drops one record at a time, oldest first, and a coalesced group's end
-        // marker is recorded last: the oldest seq held may be a group's tail, down to the marker alone. A partial
-        // group compared with a whole one would look like a program bug.
-        if (seq == t.oldestHeld && (recs.size() > 1 || CollectiveMatch.isCoalescedEnd(recs.get(0)))) {
-          continue;
-        }
-        bySeq.at(seq).add(member, recs);
+        hold(bySeq, member, t, i);
       }
     }
     Mismatch m = firstCollectiveMismatch(g, groupSize, bySeq);
@@ -85,6 +77,22 @@ final class SignatureCheck {
       m = firstP2pMismatch(g, p2pBySeq);
     }
     return m;
+  }
+
+  /**
+   * Puts {@code member}'s {@code i}-th seq of {@code t} in {@code bySeq}. A method of its own, called per seq: the
+   * loop around it runs once per member and group, too few times to be compiled before it is done.
+   */
+  private static void hold(SeqTable bySeq, int member, RankIndex.Track t, int i) {
+    long seq = t.collectives.seq(i);
+    List<CollectiveRecord> recs = t.collectives.at(i);
+    // The ring (or the daemon's window) drops one record at a time, oldest first, and a coalesced group's end
+    // marker is recorded last: the oldest seq held may be a group's tail, down to the marker alone. A partial
+    // group compared with a whole one would look like a program bug.
+    if (seq == t.oldestHeld && (recs.size() > 1 || CollectiveMatch.isCoalescedEnd(recs.get(0)))) {
+      return;
+    }
+    bySeq.at(seq).add(member, recs);
   }
 
   /**

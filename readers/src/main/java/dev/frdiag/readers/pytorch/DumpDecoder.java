@@ -106,19 +106,21 @@ final class DumpDecoder {
     StackFrames frames = new StackFrames(budget);
     List<CollectiveRecord> records = new ArrayList<>();
     Map<String, String> recordedDescs = Map.of();
+    boolean gloo = false;
     if (hasEntries) {
       EntryDecoder entryDecoder = new EntryDecoder(rank, config, pgIdToName, frames, budget, warnings, interner);
       List<?> entries = list(top.get("entries"), "'entries'");
       budget.spend(entries.size());
       readEntries(entryDecoder, entries, records);
       recordedDescs = entryDecoder.descs();
+      gloo = entryDecoder.sawBackend("gloo");
     } else if (!json) {
       // The JSON variant leaves 'entries' out when there are none; the pickle only when asked to.
       warnings.add("no 'entries' key: the dump was taken without collectives");
     }
 
     List<Status> statuses = top.containsKey("pg_status") ? readStatus(top.get("pg_status")) : List.of();
-    List<ProcessGroupProgress> progress = inCollectiveSeqs(resolveProgress(statuses, config), records);
+    List<ProcessGroupProgress> progress = inCollectiveSeqs(resolveProgress(statuses, config), records, gloo);
 
     Map<String, Long> pgIdByName = new HashMap<>();
     pgIdToName.forEach((id, name) -> pgIdByName.putIfAbsent(name, id));
@@ -271,14 +273,11 @@ final class DumpDecoder {
    * its op counter, the op_id of its entries, which also counts the send/recv it never records (measured on 2.13:
    * a pipeline's default group shows 60/60 after 20 steps whose last collective is #20); the wire contract counts
    * collectives. An op_id maps to the newest collective this rank recorded at or before it; one older than every
-   * record held maps to none (-1), and the ring's oldest seq then stands for what was overwritten.
+   * record held maps to none (-1), and the ring's oldest seq then stands for what was overwritten. {@code gloo}:
+   * whether some record is gloo's, told by the entries' decoder, which saw every profiling name.
    */
   private static List<ProcessGroupProgress> inCollectiveSeqs(List<ProcessGroupProgress> progress,
-      List<CollectiveRecord> records) {
-    boolean gloo = false;
-    for (int i = 0; i < records.size() && !gloo; i++) {
-      gloo = records.get(i).getBackend().equals("gloo");
-    }
+      List<CollectiveRecord> records, boolean gloo) {
     if (!gloo) {
       return progress;
     }

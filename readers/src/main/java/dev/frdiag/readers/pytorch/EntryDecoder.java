@@ -301,6 +301,16 @@ final class EntryDecoder {
     return descs;
   }
 
+  /** Whether some entry decoded so far was run by {@code backend}: looked up among the few profiling names seen. */
+  boolean sawBackend(String backend) {
+    for (ProfilingName name : profilingNames.values()) {
+      if (name.backend().equals(backend)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The (name, desc) pair {@code value} is: two strings, checked. */
   private Object[] nameAndDesc(Object value, Object where) {
     Object[] pair;
