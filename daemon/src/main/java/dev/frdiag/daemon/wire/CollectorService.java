@@ -27,6 +27,10 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
@@ -40,6 +44,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class CollectorService extends CollectorGrpc.CollectorImplBase {
   private static final Logger log = LoggerFactory.getLogger(CollectorService.class);
+  /** How many of a stream's newest dump requests it remembers having sent; gathers of one job run a few at most. */
+  private static final int RECENT_REQUESTS = 8;
 
   private final JobRegistry registry;
   private final Investigator investigator;
@@ -145,6 +151,19 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     private final TemplateTable templates = new TemplateTable();
     @GuardedBy("this")
     private boolean ended;
+    /** Whether the Welcome went out: nothing may reach the rank before it. */
+    @GuardedBy("this")
+    private boolean welcomed;
+    /** Dump requests asked for before the Welcome went out, sent right after it. */
+    @GuardedBy("this")
+    private final List<DumpRequest> heldUntilWelcome = new ArrayList<>(1);
+    /**
+     * The ids of the newest dump requests sent on this stream. A gather asks every linked rank, and a rank whose
+     * stream is welcomed meanwhile is asked again by the gather's attach hook: both may reach one stream, and a rank
+     * asked twice would take and send a second full snapshot for nothing.
+     */
+    @GuardedBy("this")
+    private final Deque<Long> requestsSent = new ArrayDeque<>();
 
     Session(RankOutbound out) {
       this.out = out;
@@ -252,7 +271,12 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       j.scheduler(hello.getSchedulerMap());
       this.job = j;
       this.identity = who;
-      send(DaemonMessage.newBuilder().setWelcome(Welcome.newBuilder().setSessionId(id).setConfig(config)).build());
+      synchronized (this) {
+        send(DaemonMessage.newBuilder().setWelcome(Welcome.newBuilder().setSessionId(id).setConfig(config)).build());
+        welcomed = true;
+        heldUntilWelcome.forEach(this::requestDump);
+        heldUntilWelcome.clear();
+      }
       log.debug("job={} rank={} host={} pid={} connected", who.getJobId(), who.getGlobalRank(),
           who.getHostname(), who.getPid());
       // After the Welcome, which the rank must see first: a snapshot being gathered for its job is asked of it.
@@ -260,7 +284,19 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     }
 
     @Override
-    public void requestDump(DumpRequest request) {
+    public synchronized void requestDump(DumpRequest request) {
+      if (!welcomed) {
+        // Linked to its job before the Welcome is sent: a gather that starts in between waits for it.
+        heldUntilWelcome.add(request);
+        return;
+      }
+      if (requestsSent.contains(request.getRequestId())) {
+        return;
+      }
+      requestsSent.addLast(request.getRequestId());
+      if (requestsSent.size() > RECENT_REQUESTS) {
+        requestsSent.removeFirst();
+      }
       send(DaemonMessage.newBuilder().setDumpRequest(request).build());
     }
 

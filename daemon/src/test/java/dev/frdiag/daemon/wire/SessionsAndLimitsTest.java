@@ -32,6 +32,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -214,6 +215,26 @@ class SessionsAndLimitsTest {
           assertThat(s.getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
           assertThat(s.getDescription()).startsWith("job job was diagnosed on demand").contains("ask again in");
         });
+  }
+
+  @Test
+  void aRankIsSentEachDumpRequestOnceHoweverOftenItsStreamIsAskedIt() throws Exception {
+    // A gather asks every linked rank, and a rank whose stream is welcomed while it runs is asked again by the
+    // gather: when the two meet on one stream the rank would take a second snapshot, and a rank that answers in
+    // turn (as this one does) answers the next request with the first one's id.
+    ManagedChannel channel = start(Limits.defaults());
+    RankConnection rank = connected(channel, hello("job", 0, 1, 1));
+    var job = daemon.daemon().registry().find("job").orElseThrow();
+    DumpRequest first = DumpRequest.newBuilder().setRequestId(1_001).setDeadlineMs(1_000).build();
+    DumpRequest second = DumpRequest.newBuilder().setRequestId(1_002).setDeadlineMs(1_000).build();
+
+    assertThat(job.requestDumps(first, Set.of())).containsOnlyKeys(0);
+    assertThat(job.requestDumps(first, Set.of())).containsOnlyKeys(0);
+    job.requestDumps(second, Set.of());
+
+    assertThat(rank.next().getDumpRequest().getRequestId()).isEqualTo(1_001);
+    assertThat(rank.next().getDumpRequest().getRequestId()).as("the second request, not the first again")
+        .isEqualTo(1_002);
   }
 
   @Test
