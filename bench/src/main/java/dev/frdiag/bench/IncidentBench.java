@@ -3,7 +3,7 @@ package dev.frdiag.bench;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.frdiag.demo.FrDemo;
-import dev.frdiag.report.Timeline;
+import dev.frdiag.report.ReportDraft;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;
@@ -47,7 +47,7 @@ public final class IncidentBench {
         String event = t.get("event").asText();
         if (event.startsWith("stall detected") || event.startsWith("rank lost")) {
           detected = Instant.parse(t.get("at").asText());
-        } else if (event.startsWith(Timeline.FIRST_DIVERGENCE)) {
+        } else if (event.startsWith(ReportDraft.FIRST_DIVERGENCE)) {
           diverged = Instant.parse(t.get("at").asText());
         }
       }

@@ -36,7 +36,7 @@ public final class WatchdogBench {
       Duration stall = Duration.ofSeconds(10);
       for (int i = 0; i < passes; i++) {
         long start = System.nanoTime();
-        if (job.incidentTrigger(2_000_000_000L, 0, stall, Duration.ofMinutes(1), Duration.ofSeconds(5)) != null) {
+        if (job.incident().openIfDue(2_000_000_000L, 0, stall, Duration.ofMinutes(1), Duration.ofSeconds(5)) != null) {
           throw new IllegalStateException("the healthy job opened an incident");
         }
         took[i] = System.nanoTime() - start;

@@ -10,7 +10,7 @@ import dev.frdiag.evidence.EvidenceReader;
 import dev.frdiag.evidence.ReadProgress;
 import dev.frdiag.evidence.UnusableInputException;
 import dev.frdiag.report.Report;
-import dev.frdiag.report.Timeline;
+import dev.frdiag.report.ReportDraft;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -90,12 +90,9 @@ public final class AnalyzeCommand implements Callable<Integer> {
       d = TraceHistory.attach(d, gathered.timelines().get());
     }
     long analysed = System.nanoTime();
-    Instant now = Instant.now();
-    Timeline timeline = new Timeline().firstDivergence(d).add(now, String.format("read %d dump files and %d logs "
-        + "in %d ms; analysed %d ranks in %d ms", gathered.dumpFiles(), gathered.logFiles(),
-        (read - started) / 1_000_000, input.ranks().size(), (analysed - read) / 1_000_000));
-    Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline.entries());
-    return ReportOutput.of(spec).show(report);
+    return show(d, String.format("read %d dump files and %d logs in %d ms; analysed %d ranks in %d ms",
+        gathered.dumpFiles(), gathered.logFiles(), (read - started) / 1_000_000, input.ranks().size(),
+        (analysed - read) / 1_000_000));
   }
 
   /** Profiler traces alone: who arrives late at collectives. */
@@ -104,12 +101,14 @@ public final class AnalyzeCommand implements Callable<Integer> {
     long read = System.nanoTime();
     Diagnosis d = StragglerAnalyzer.analyze(timelines);
     long analysed = System.nanoTime();
-    Instant now = Instant.now();
-    Timeline timeline = new Timeline().add(now, String.format("read %d profiler traces in %d ms; analysed %d "
-        + "ranks' collectives in %d ms", gathered.traceFiles(), (read - started) / 1_000_000,
-        timelines.ranks().size(), (analysed - read) / 1_000_000));
-    Report report = Report.of("", job, Report.Trigger.OFFLINE, now, d, timeline.entries());
-    return ReportOutput.of(spec).show(report);
+    return show(d, String.format("read %d profiler traces in %d ms; analysed %d ranks' collectives in %d ms",
+        gathered.traceFiles(), (read - started) / 1_000_000, timelines.ranks().size(),
+        (analysed - read) / 1_000_000));
+  }
+
+  /** Prints the report of {@code d}, whose timeline says {@code how} it was read and analysed. */
+  private int show(Diagnosis d, String how) {
+    return ReportOutput.of(spec).show(ReportDraft.of(job, Report.Trigger.OFFLINE).finish("", d, Instant.now(), how));
   }
 
   /** Reading as a person sees it on stderr: a bar per batch of files, a line per file that could not be used. */

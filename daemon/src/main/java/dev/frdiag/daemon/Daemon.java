@@ -178,7 +178,7 @@ public final class Daemon implements AutoCloseable {
         // The transport limit sits above the service's own check, so a rank over the limit gets a clear
         // RESOURCE_EXHAUSTED on its stream instead of a bare transport reset; far larger frames are still cut.
         .maxInboundMessageSize(settings.maxMessageBytes() * 2 + 64 * 1024)
-        .addService(guarded(new CollectorService(registry, investigator, config, settings.maxMessageBytes(),
+        .addService(guarded(new CollectorService(registry, config, settings.maxMessageBytes(),
             System::nanoTime, System::currentTimeMillis, metrics).bindService(), access))
         .addService(guarded(new DiagnosisService(registry, store, investigator, settings.snapshotDeadline(),
             settings.limits(), fleet).bindService(), access))

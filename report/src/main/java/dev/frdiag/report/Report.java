@@ -11,6 +11,8 @@ import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.time.Instant;
+import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeFormatterBuilder;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -77,7 +79,20 @@ public record Report(String schema, String reportId, String job, Verdict verdict
   }
 
   /** One moment in an incident. */
-  public record TimelineEntry(String at, String event) {}
+  public record TimelineEntry(Instant at, String event) {
+    /** ISO-8601 in UTC with as many fraction digits as the instant needs: 09:26:53.5Z, 09:26:53.589793Z. */
+    private static final DateTimeFormatter TIME = new DateTimeFormatterBuilder().appendInstant(-1).toFormatter();
+
+    public TimelineEntry {
+      Objects.requireNonNull(at, "at");
+      Objects.requireNonNull(event, "event");
+    }
+
+    /** When it happened, as every format writes it: ISO-8601 in UTC, with as many fraction digits as it needs. */
+    public String time() {
+      return TIME.format(at);
+    }
+  }
 
   /** What started an analysis, written in reports as its {@linkplain #wire() wire name}. */
   public enum Trigger {

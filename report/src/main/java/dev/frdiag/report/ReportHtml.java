@@ -9,7 +9,6 @@ import dev.frdiag.analysis.StuckCollective;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -417,23 +416,13 @@ public final class ReportHtml {
       return;
     }
     b.append("<section><h2>Timeline</h2><table id=\"timeline\" class=\"timeline\">");
-    Instant first = parse(timeline.get(0).at());
+    Instant first = timeline.get(0).at();
     for (Report.TimelineEntry t : timeline) {
-      Instant at = parse(t.at());
-      String offset = at == null || first == null ? ""
-          : String.format(Locale.ROOT, "+%.3f s", Duration.between(first, at).toNanos() / 1e9);
-      b.append("<tr><td class=\"dim\">").append(h(t.at())).append("</td><td class=\"n\">").append(offset)
+      String offset = String.format(Locale.ROOT, "+%.3f s", Duration.between(first, t.at()).toNanos() / 1e9);
+      b.append("<tr><td class=\"dim\">").append(h(t.time())).append("</td><td class=\"n\">").append(offset)
           .append("</td><td>").append(h(t.event())).append("</td></tr>");
     }
     b.append("</table></section>");
-  }
-
-  private static Instant parse(String iso) {
-    try {
-      return Instant.parse(iso);
-    } catch (DateTimeParseException e) {
-      return null;
-    }
   }
 
   private static String h(String text) {

@@ -89,7 +89,7 @@ public final class ReportJson {
     gen.writeArrayFieldStart("timeline");
     for (Report.TimelineEntry t : r.timeline()) {
       gen.writeStartObject();
-      string(gen, "at", t.at());
+      string(gen, "at", t.time());
       string(gen, "event", t.event());
       gen.writeEndObject();
     }

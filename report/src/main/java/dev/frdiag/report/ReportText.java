@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
-import java.time.format.DateTimeParseException;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -115,12 +114,12 @@ public final class ReportText {
     }
     if (!r.timeline().isEmpty()) {
       section(sb, md, "Timeline");
-      Instant first = parse(r.timeline().get(0).at());
+      Instant first = r.timeline().get(0).at();
       for (Report.TimelineEntry t : r.timeline()) {
-        Instant at = parse(t.at());
+        Instant at = t.at();
         // Offsets read well within an incident; an offline dump analysed days later gets full dates instead.
-        boolean sameDay = at != null && first != null && Duration.between(first, at).toHours() < 24;
-        String when = !sameDay ? t.at()
+        boolean sameDay = Duration.between(first, at).toHours() < 24;
+        String when = !sameDay ? t.time()
             : TIME_OF_DAY.format(at) + String.format(" (+%.3f s)", Duration.between(first, at).toNanos() / 1e9);
         item(sb, md, when + "  " + t.event());
       }
@@ -195,14 +194,6 @@ public final class ReportText {
     List<String> out = new ArrayList<>();
     count.forEach((k, n) -> out.add(n == 1 ? k : k + " ×" + n));
     return String.join(", ", out);
-  }
-
-  private static Instant parse(String iso) {
-    try {
-      return Instant.parse(iso);
-    } catch (DateTimeParseException e) {
-      return null;
-    }
   }
 
   private static void section(StringBuilder sb, boolean md, String name) {

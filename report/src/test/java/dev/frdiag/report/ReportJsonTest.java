@@ -241,9 +241,9 @@ class ReportJsonTest {
             List.of(new FabricMap.Mark(Evidence.Kind.DEAD_PEER, "connection closed by remote peer",
                 "nccl.log:12", "10.0.0.7<5432>")))), 3));
     List<Report.TimelineEntry> timeline = List.of(
-        new Report.TimelineEntry("2025-03-14T09:20:00Z", "first divergence: tp1#42 _all_gather_base"),
-        new Report.TimelineEntry("2025-03-14T09:26:53.5Z", "stall detected"),
-        new Report.TimelineEntry("2025-03-14T09:26:53.589793Z", "analysed 11 ranks in 3 ms; report written"));
+        new Report.TimelineEntry(Instant.parse("2025-03-14T09:20:00Z"), "first divergence: tp1#42 _all_gather_base"),
+        new Report.TimelineEntry(Instant.parse("2025-03-14T09:26:53.5Z"), "stall detected"),
+        new Report.TimelineEntry(Instant.parse("2025-03-14T09:26:53.589793Z"), "analysed 11 ranks in 3 ms; report written"));
     return Report.of("job42-000003", "job42", Report.Trigger.STALL, Instant.parse("2025-03-14T09:26:53.589793Z"), d,
         timeline, Map.of("slurm.job_id", "4242", "slurm.job_name", "llama-7b", "slurm.restart_count", "1",
             "torchelastic.run_id", "4242", "torchelastic.restart_count", "2"));

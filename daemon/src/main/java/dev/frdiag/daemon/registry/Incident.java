@@ -1,48 +1,156 @@
 package dev.frdiag.daemon.registry;
 
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Liveness;
+import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.report.Report;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.LongPredicate;
+import java.util.function.LongSupplier;
 
 /**
- * One job's incident lifecycle: what opens an incident, what closes it, and the on-demand diagnosis running. A job
- * has one incident open at a time (DIAGNOSIS.md §3). Not thread-safe: the job's lock guards it and the ranks' states
- * it is handed.
+ * One job's incident, its whole life in one place (DIAGNOSIS.md §3): watched as a stall nears (its evidence built
+ * ahead once per approach), opened, its snapshots gathered ({@link Gather}), analysed, reported, closed when the job
+ * recovers or goes quiet after its report, and expired with its job. A job has one incident open at a time; the
+ * on-demand diagnosis running for it, and its gather, live here too. Thread-safe: every method holds the job's lock,
+ * which also guards the ranks' states it reads, so the watchdog's scan, the investigator and the ranks' streams see
+ * one state.
  */
-final class Incident {
+public final class Incident {
+  /** Where an incident stands. */
+  public enum Phase {
+    /** No incident open: the watchdog is watching the job. */
+    QUIET,
+    /** Opened; no snapshot asked yet. */
+    OPEN,
+    /** Its snapshots are being gathered. */
+    GATHERING,
+    /** Gathered; the analysis runs. */
+    ANALYSING,
+    /** Its report is written; it closes once the job recovers, or goes quiet. */
+    REPORTED,
+    /** The job was forgotten (idle past the expiry); nothing more happens to it. */
+    EXPIRED
+  }
+
+  private final String jobId;
+  private final Object lock;
+  @GuardedBy("lock")
+  private final Ranks ranks;
+  /** Whether ranks connected before a restart are still awaited at a time: no incident opens until then. */
+  @GuardedBy("lock")
+  private final LongPredicate awaitingReturn;
+  private final OnDemandSlots onDemandSlots;
+
+  @GuardedBy("lock")
   private boolean open;
+  @GuardedBy("lock")
+  private boolean expired;
+  @GuardedBy("lock")
   private Report.Trigger trigger;
+  @GuardedBy("lock")
+  private long openedAtNanos;
   /** The groups that had stalled when the open incident opened (a STALL's); empty for other triggers. */
+  @GuardedBy("lock")
   private Set<Object> groups = Set.of();
-  /** The groups {@link #trigger} last found stalled. */
+  /** The groups the last {@link #openIfDue} found stalled. */
+  @GuardedBy("lock")
   private Set<Object> stalledAtLastCheck = Set.of();
+  @GuardedBy("lock")
   private long quietAtLastCheckNanos = -1;
+  /** Whether the job's evidence was built ahead in its current approach to the stall timeout. */
+  @GuardedBy("lock")
+  private boolean preparedAhead;
+  /** Whether the open incident's own gather has ended. */
+  @GuardedBy("lock")
+  private boolean gathered;
+  @GuardedBy("lock")
   private long reportedNanos;
+  /**
+   * The gathers running for the job: the open incident's, and an on-demand diagnosis's. Written under the lock, read
+   * without it: a rank's dump reply finds its gather without waiting behind the job's heartbeats.
+   */
+  private volatile List<Gather> gathers = List.of();
+  @GuardedBy("lock")
   private CompletableFuture<Report> onDemand;
+  @GuardedBy("lock")
   private long lastOnDemandNanos;
 
-  boolean isOpen() {
-    return open;
+  Incident(String jobId, Object lock, Ranks ranks, LongPredicate awaitingReturn, OnDemandSlots onDemandSlots) {
+    this.jobId = jobId;
+    this.lock = lock;
+    this.ranks = ranks;
+    this.awaitingReturn = awaitingReturn;
+    this.onDemandSlots = onDemandSlots;
+  }
+
+  /** Where the job's incident stands now. */
+  public Phase phase() {
+    synchronized (lock) {
+      if (expired) {
+        return Phase.EXPIRED;
+      }
+      if (!open) {
+        return Phase.QUIET;
+      }
+      if (reportedNanos != 0) {
+        return Phase.REPORTED;
+      }
+      if (gathered) {
+        return Phase.ANALYSING;
+      }
+      return gathers.stream().anyMatch(Gather::ofIncident) ? Phase.GATHERING : Phase.OPEN;
+    }
+  }
+
+  /** Whether an incident is open (from its opening until it closes). */
+  public boolean isOpen() {
+    synchronized (lock) {
+      return open;
+    }
+  }
+
+  /** What opened the open incident; null when none is open. */
+  public Report.Trigger trigger() {
+    synchronized (lock) {
+      return open ? trigger : null;
+    }
   }
 
   /**
-   * Why the job needs a diagnosis now, or null: a process group with outstanding work whose members' completed seq
-   * has not advanced for {@code stallTimeout}, a rank lost for at least {@code lostGrace}, or a rank that reported a
-   * timeout or error. With the daemon's intake {@code intakeLagNanos} behind, a rank counts as silent only when it
-   * was silent for the heartbeat timeout before {@code nowNanos - intakeLagNanos}, the moment up to which the daemon
-   * has read every message (DIAGNOSIS.md §3, "A daemon behind its intake").
+   * Opens an incident when the job needs a diagnosis now, and returns why; null when it does not, one is open
+   * already, or ranks connected before a restart are still awaited. A job needs one for a process group with
+   * outstanding work whose members' completed seq has not advanced for {@code stallTimeout}, a rank lost for at
+   * least {@code lostGrace}, or a rank that reported a timeout or error. With the daemon's intake
+   * {@code intakeLagNanos} behind, a rank counts as silent only when it was silent for the heartbeat timeout before
+   * {@code nowNanos - intakeLagNanos}, the moment up to which the daemon has read every message (DIAGNOSIS.md §3,
+   * "A daemon behind its intake"). The ranks' events and losses that led to it are part of it.
    */
-  Report.Trigger trigger(Collection<RankState> ranks, long nowNanos, long intakeLagNanos, Duration stallTimeout,
+  public Report.Trigger openIfDue(long nowNanos, long intakeLagNanos, Duration stallTimeout,
       Duration heartbeatTimeout, Duration lostGrace) {
-    if (open) {
-      return null;
+    synchronized (lock) {
+      if (open || expired || awaitingReturn.test(nowNanos)) {
+        return null;
+      }
+      Report.Trigger due = due(ranks.all(), nowNanos, intakeLagNanos, stallTimeout, heartbeatTimeout, lostGrace);
+      if (due != null) {
+        open(due, nowNanos);
+      }
+      return due;
     }
+  }
+
+  @GuardedBy("lock")
+  private Report.Trigger due(Collection<RankState> all, long nowNanos, long intakeLagNanos, Duration stallTimeout,
+      Duration heartbeatTimeout, Duration lostGrace) {
     long readUntil = nowNanos - Math.max(0, intakeLagNanos);
-    for (RankState r : ranks) {
+    for (RankState r : all) {
       r.silenceCheck(readUntil, heartbeatTimeout, nowNanos);
       // A stream that ended is a lost rank. Silence opens an incident only after the grace as well, and the
       // analysis does not take it for death: a starved process is often just slow, and a host that vanished
@@ -58,20 +166,12 @@ final class Incident {
         return triggerOf(event);
       }
     }
-    quietAtLastCheckNanos = StallCheck.longestQuietNanos(ranks, nowNanos);
+    quietAtLastCheckNanos = StallCheck.longestQuietNanos(all, nowNanos);
     if (quietAtLastCheckNanos < stallTimeout.toNanos()) {
       return null;
     }
-    stalledAtLastCheck = StallCheck.stalledGroups(ranks, nowNanos, stallTimeout.toNanos());
+    stalledAtLastCheck = StallCheck.stalledGroups(all, nowNanos, stallTimeout.toNanos());
     return Report.Trigger.STALL;
-  }
-
-  /**
-   * As of the last {@link #trigger} that looked at the groups, how long the quietest group with outstanding work had
-   * gone without progress; -1 when none had, or an incident opened or closed since.
-   */
-  long quietAtLastCheckNanos() {
-    return quietAtLastCheckNanos;
   }
 
   /** What a rank's event opens an incident as; the wire layer lets no other kind of event in. */
@@ -86,77 +186,174 @@ final class Incident {
     };
   }
 
-  /** Opens an incident for {@code trigger}; the ranks' events and losses that led to it are part of it. */
-  void open(Report.Trigger trigger, Collection<RankState> ranks) {
-    open = true;
-    quietAtLastCheckNanos = -1;
-    this.trigger = trigger;
-    groups = trigger == Report.Trigger.STALL ? stalledAtLastCheck : Set.of();
-    reportedNanos = 0;
-    ranks.forEach(RankState::incidentOpened);
-  }
-
-  /** The open incident's report is written. */
-  void reported(long nowNanos) {
-    reportedNanos = nowNanos;
+  /** Opens an incident for {@code why} at {@code nowNanos}, whatever the ranks' state says. */
+  public void open(Report.Trigger why, long nowNanos) {
+    synchronized (lock) {
+      open = true;
+      trigger = why;
+      openedAtNanos = nowNanos;
+      groups = why == Report.Trigger.STALL ? stalledAtLastCheck : Set.of();
+      quietAtLastCheckNanos = -1;
+      preparedAhead = false;
+      gathered = false;
+      reportedNanos = 0;
+      ranks.all().forEach(RankState::incidentOpened);
+    }
   }
 
   /**
-   * Closes an incident that a rank event or a lost rank opened, once its report is written and {@code quiet} has
-   * passed: ranks fed by the node agent report no progress, so "progress resumed" would never close it, and the
-   * job's next hang would go unreported. Events during the quiet period belong to the same hang.
+   * As of the last {@link #openIfDue} that looked at the groups, how long the quietest group with outstanding work
+   * had gone without progress; -1 when none had, or an incident opened or closed since.
    */
-  void closeAfterReport(Collection<RankState> ranks, long nowNanos, Duration quiet) {
-    if (!open || trigger == Report.Trigger.STALL || reportedNanos == 0
-        || nowNanos - reportedNanos < quiet.toNanos()) {
-      return;
+  public long quietAtLastCheckNanos() {
+    synchronized (lock) {
+      return quietAtLastCheckNanos;
     }
+  }
+
+  /**
+   * Whether the job's evidence is to be built ahead now (DIAGNOSIS.md §3, "Evidence built ahead"): true once per
+   * approach to the stall timeout, the first time {@code near} is said; an approach ends when {@code near} is not.
+   */
+  public boolean prepareAhead(boolean near) {
+    synchronized (lock) {
+      if (!near || open) {
+        preparedAhead = false;
+        return false;
+      }
+      if (preparedAhead) {
+        return false;
+      }
+      preparedAhead = true;
+      return true;
+    }
+  }
+
+  /**
+   * Starts gathering the snapshots {@code request} asks for, the windows of {@code standIns} standing for theirs.
+   * The gather is the open incident's own when {@code ofIncident}, else an on-demand diagnosis's. From now until
+   * {@link #endGather}, replies to the request reach it ({@link Job#dumpReply}) and ranks that open a stream are
+   * asked on it ({@link Job#attach}); {@code nanoTime} times its replies, for the quorum.
+   */
+  public Gather startGather(DumpRequest request, Set<Integer> standIns, boolean ofIncident, LongSupplier nanoTime) {
+    synchronized (lock) {
+      Gather g = new Gather(request, standIns, ofIncident && open, nanoTime);
+      List<Gather> now = new ArrayList<>(gathers);
+      now.add(g);
+      gathers = List.copyOf(now);
+      return g;
+    }
+  }
+
+  /** Ends {@code gather}: replies to its request are turned away from now on. */
+  public void endGather(Gather gather) {
+    synchronized (lock) {
+      gather.finish();
+      List<Gather> now = new ArrayList<>(gathers);
+      if (now.remove(gather)) {
+        gathers = List.copyOf(now);
+        if (gather.ofIncident() && open) {
+          gathered = true;
+        }
+      }
+    }
+  }
+
+  /** The gather still collecting replies to request {@code requestId}; null when none is. Takes no lock. */
+  Gather gatherOf(long requestId) {
+    for (Gather g : gathers) {
+      if (g.request().getRequestId() == requestId) {
+        return g;
+      }
+    }
+    return null;
+  }
+
+  /** The gathers running now. Takes no lock. */
+  List<Gather> gathers() {
+    return gathers;
+  }
+
+  /** The open incident's investigation is over (its report written, or its analysis failed) at {@code nowNanos}. */
+  public void reported(long nowNanos) {
+    synchronized (lock) {
+      if (open) {
+        reportedNanos = nowNanos;
+      }
+    }
+  }
+
+  /**
+   * Closes the open incident when it is over, and says whether it did: once the job recovered (DIAGNOSIS.md §3, "When
+   * an incident closes": no rank is lost, and every group that had stalled when a stall opened it has advanced again
+   * since it opened; for other triggers, any group has), or, for an incident a rank event or a lost rank opened, once
+   * its report is written and {@code quiet} has passed: ranks fed by the node agent report no progress, so
+   * "progress resumed" would never close it, and the job's next hang would go unreported. Events during the quiet
+   * period belong to the same hang.
+   */
+  public boolean closeIfOver(long nowNanos, Duration quiet) {
+    synchronized (lock) {
+      if (!open) {
+        return false;
+      }
+      Collection<RankState> all = ranks.all();
+      boolean anyLost = all.stream().anyMatch(r -> r.liveness() == Liveness.LOST);
+      // Not any group: at 16,384 ranks, a daemon behind its intake takes in heartbeats sent before the hang, whose
+      // advances of groups the hang has not reached yet would close the incident and let the next pass open another.
+      boolean advanced = groups.isEmpty()
+          ? all.stream().anyMatch(r -> r.liveness() == Liveness.ALIVE && r.advancedSince(openedAtNanos))
+          : groups.stream().allMatch(g -> StallCheck.advancedSince(all, g, openedAtNanos));
+      if (!anyLost && advanced) {
+        close();
+        return true;
+      }
+      if (trigger != Report.Trigger.STALL && reportedNanos != 0 && nowNanos - reportedNanos >= quiet.toNanos()) {
+        close();
+        all.forEach(RankState::eventsHandled);
+        return true;
+      }
+      return false;
+    }
+  }
+
+  @GuardedBy("lock")
+  private void close() {
     open = false;
     quietAtLastCheckNanos = -1;
-    ranks.forEach(RankState::eventsHandled);
   }
 
   /**
-   * Closes the incident once the job recovered (DIAGNOSIS.md §3, "When an incident closes"): no rank is lost, and
-   * every group that had stalled when a stall opened it has advanced again since {@code sinceNanos} (for other
-   * triggers, any group has).
-   */
-  void closeIfRecovered(Collection<RankState> ranks, long sinceNanos) {
-    if (!open) {
-      return;
-    }
-    boolean anyLost = ranks.stream().anyMatch(r -> r.liveness() == Liveness.LOST);
-    // Not any group: at 16,384 ranks, a daemon behind its intake took in heartbeats sent before the hang, whose
-    // advances of groups the hang had not yet reached closed the incident, and the next pass opened another
-    // (five stall reports of one hang in 13 s).
-    boolean advanced = groups.isEmpty()
-        ? ranks.stream().anyMatch(r -> r.liveness() == Liveness.ALIVE && r.advancedSince(sinceNanos))
-        : groups.stream().allMatch(g -> StallCheck.advancedSince(ranks, g, sinceNanos));
-    if (!anyLost && advanced) {
-      open = false;
-      quietAtLastCheckNanos = -1;
-    }
-  }
-
-  /**
-   * The on-demand diagnosis running for job {@code jobId}, or {@code candidate} when none runs and one may start now:
-   * {@code admission} has passed and the last one started at least {@code interval} ago.
+   * The on-demand diagnosis running for the job, or {@code candidate} when none runs and one may start now: the
+   * last one started at least {@code interval} ago, and the daemon runs fewer than its limit of them. A claimed
+   * candidate holds one of the daemon's on-demand slots until it completes.
    *
-   * @throws LimitExceededException when the last one started less than {@code interval} ago, or admission refused
+   * @throws LimitExceededException when the last one started less than {@code interval} ago, or the daemon runs its
+   *     limit of on-demand diagnoses
    */
-  CompletableFuture<Report> joinOrClaimOnDemand(String jobId, long nowNanos, Duration interval,
-      CompletableFuture<Report> candidate, Runnable admission) {
-    if (onDemand != null && !onDemand.isDone()) {
-      return onDemand;
+  public CompletableFuture<Report> joinOrClaimOnDemand(long nowNanos, Duration interval,
+      CompletableFuture<Report> candidate) {
+    synchronized (lock) {
+      if (onDemand != null && !onDemand.isDone()) {
+        return onDemand;
+      }
+      long since = nowNanos - lastOnDemandNanos;
+      if (onDemand != null && since < interval.toNanos()) {
+        throw new LimitExceededException("job " + jobId + " was diagnosed on demand " + since / 1_000_000
+            + " ms ago; ask again in " + (interval.toNanos() - since + 999_999) / 1_000_000 + " ms");
+      }
+      onDemandSlots.claim();
+      onDemand = candidate;
+      lastOnDemandNanos = nowNanos;
     }
-    long since = nowNanos - lastOnDemandNanos;
-    if (onDemand != null && since < interval.toNanos()) {
-      throw new LimitExceededException("job " + jobId + " was diagnosed on demand " + since / 1_000_000
-          + " ms ago; ask again in " + (interval.toNanos() - since + 999_999) / 1_000_000 + " ms");
-    }
-    admission.run();
-    onDemand = candidate;
-    lastOnDemandNanos = nowNanos;
+    candidate.whenComplete((report, error) -> onDemandSlots.release());
     return candidate;
+  }
+
+  /** The job was forgotten: nothing more happens to its incident. */
+  void expire() {
+    synchronized (lock) {
+      expired = true;
+      open = false;
+    }
   }
 }

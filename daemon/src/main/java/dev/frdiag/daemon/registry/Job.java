@@ -12,7 +12,6 @@ import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.RankIdentity;
 import dev.frdiag.proto.v1.RankStatus;
 import dev.frdiag.proto.v1.RecordBatch;
-import dev.frdiag.report.Report;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.HashSet;
@@ -20,12 +19,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
 import java.util.function.IntFunction;
 
 /**
- * One training job as the daemon tracks it: its ranks, their latest progress and ring windows, and its
- * {@link Incident}. Thread-safe: every method holds the job's own lock, so jobs never block each other.
+ * One training job as the daemon tracks it: its ranks, their latest progress and ring windows, its {@link Incident}
+ * and its {@link Stragglers} watch. Thread-safe: every method holds the job's own lock, which its incident and
+ * straggler watch hold too, so jobs never block each other.
  */
 public final class Job {
   private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(Job.class);
@@ -37,9 +36,10 @@ public final class Job {
   @GuardedBy("lock")
   private final Ranks ranks;
   private final long firstSeenMs;
-  /** Its incident's lifecycle, and the on-demand diagnosis running. */
-  @GuardedBy("lock")
-  private final Incident incident = new Incident();
+  /** Its incident's whole life, and the on-demand diagnosis running; under {@link #lock}. */
+  private final Incident incident;
+  /** Its straggler watch; under {@link #lock}. */
+  private final Stragglers stragglers;
   @GuardedBy("lock")
   private String latestReportId = "";
   @GuardedBy("lock")
@@ -57,20 +57,19 @@ public final class Job {
   @GuardedBy("lock")
   private final Map<String, String> scheduler = new TreeMap<>();
 
-  /**
-   * Until when (daemon monotonic time) the ranks connected before the daemon restarted may come back before the job
-   * is judged without them; 0 when none is expected.
-   */
-  @GuardedBy("lock")
-  private long awaitUntilNanos;
+  /** The ranks connected before the daemon restarted, awaited back; under {@link #lock}. */
+  private final RestartReturn restart;
   /** The job's part of the daemon's state budget; given back when the job is forgotten. */
   private final StateBudget.Share share;
 
   Job(String id, int worldSize, int window, dev.frdiag.daemon.settings.Limits limits, StateBudget.Share share,
-      long nowMs, long nowNanos) {
+      OnDemandSlots onDemandSlots, long nowMs, long nowNanos) {
     this.id = id;
     this.share = share;
     this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank(), share);
+    this.restart = new RestartReturn(id, ranks);
+    this.incident = new Incident(id, lock, ranks, restart::awaiting, onDemandSlots);
+    this.stragglers = new Stragglers(id, lock, incident, nowNanos);
     this.window = limits.windowFor(window, worldSize);
     this.contexts = new NodeContexts("node context of job " + id, limits.maxContextBytesPerJob(), share);
     this.firstSeenMs = nowMs;
@@ -84,7 +83,10 @@ public final class Job {
   /**
    * A rank (re)connected on {@code session}: replaces an earlier stream of the same rank only when that stream is
    * no longer alive (ended, or silent past the heartbeat timeout). From then on only this session speaks for the
-   * rank; messages of any other session are ignored.
+   * rank; messages of any other session are ignored. While the job's snapshots are being gathered, the rank is asked
+   * on {@code link} (which holds the request until the rank is welcomed): its stream may have been down when the
+   * request went out (an agent opens a new stream when it learns the rank's pid), and a request on a stream that is
+   * gone is lost, so its stored window would stand in for it, however old.
    *
    * @throws ClaimRefusedException when a live stream holds the rank, or live ranks report another world size
    * @throws LimitExceededException when the rank announces more process groups than the limit
@@ -94,6 +96,15 @@ public final class Job {
     synchronized (lock) {
       ranks.attach(identity, groups, link, session, dropped, nowNanos, nowMs);
       lastActivityNanos = nowNanos;
+    }
+    int rank = identity.getGlobalRank();
+    for (Gather g : incident.gathers()) {
+      DumpRequest request = g.expectAgain(rank, session);
+      if (request != null) {
+        log.info("job={} rank={} asked for its snapshot again on its new stream (request {})", id, rank,
+            request.getRequestId());
+        link.requestDump(request);
+      }
     }
   }
 
@@ -196,22 +207,32 @@ public final class Job {
   }
 
   /**
-   * {@code rank}'s snapshot {@code reply} as an investigation keeps it: its newest {@link #window} records (a rank
-   * that ignores the request's {@code max_records}, an older client, must not make the daemon hold its whole ring for
-   * every rank of a large job), checked against the templates it carries and the groups the rank announced, and when
-   * {@code keep}, shared with the job's kept records ({@link RecordInterner#shared(DumpReply, IntFunction)}).
+   * Takes {@code rank}'s snapshot {@code reply}, sent on {@code session}, into the gather of the incident that asked
+   * for it, as the gather keeps it: its newest {@link #window} records (a rank that ignores the request's
+   * {@code max_records}, an older client, must not make the daemon hold its whole ring for every rank of a large job),
+   * checked against the templates it carries and the groups the rank announced, and shared with the job's kept
+   * records ({@link RecordInterner#shared(DumpReply, IntFunction)}). A late or unknown reply is checked but dropped:
+   * sharing its records with the job's would only take time from the analysis it missed. So is a reply from a
+   * stream other than the one asked: only the rank's own session may answer for it.
    *
-   * @return the reply to keep; null when not {@code keep}
    * @throws IllegalArgumentException describing the reply's first malformed template or record
    */
-  public DumpReply snapshot(int rank, DumpReply reply, boolean keep) {
+  public void dumpReply(int rank, String session, DumpReply reply) {
     DumpReply newest = Ranks.newest(reply, window);
+    DumpReply kept;
     if (newest.getRecordsCount() == 0 && newest.getTemplatesCount() == 0 && newest.getFramesCount() == 0) {
       // Nothing to check or share (a reply whose records are on the stream): no need to wait for the job's lock.
-      return keep ? newest : null;
+      kept = newest;
+    } else {
+      boolean keep = incident.gatherOf(reply.getRequestId()) != null;
+      synchronized (lock) {
+        kept = ranks.snapshot(rank, newest, keep);
+      }
     }
-    synchronized (lock) {
-      return ranks.snapshot(rank, newest, keep);
+    // Looked up again: the gather may have ended while the reply was taken in.
+    Gather g = incident.gatherOf(reply.getRequestId());
+    if (kept != null && g != null) {
+      g.add(rank, session, kept);
     }
   }
 
@@ -324,20 +345,6 @@ public final class Job {
   }
 
   /**
-   * Why this job needs a diagnosis now, or null, for a daemon whose intake is {@code intakeLagNanos} behind (see
-   * {@link Incident#trigger}).
-   */
-  public Report.Trigger incidentTrigger(long nowNanos, long intakeLagNanos, Duration stallTimeout,
-      Duration heartbeatTimeout, Duration lostGrace) {
-    synchronized (lock) {
-      if (awaiting(nowNanos)) {
-        return null;
-      }
-      return incident.trigger(ranks.all(), nowNanos, intakeLagNanos, stallTimeout, heartbeatTimeout, lostGrace);
-    }
-  }
-
-  /**
    * The ranks that were connected, as {@code identities} say, when the daemon stopped, and the writers the job was
    * bound to ({@link #admitWriter}): the job is not judged
    * (DIAGNOSIS.md §3, "After a restart") until they are back or {@code untilNanos} has passed. A rank that cannot be
@@ -347,15 +354,7 @@ public final class Job {
     synchronized (lock) {
       // Bound as it was: whoever reaches the restarted daemon first must not take the job from its ranks.
       this.writers.addAll(writers);
-      for (RankIdentity identity : identities) {
-        try {
-          ranks.expect(identity);
-        } catch (LimitExceededException e) {
-          log.warn("job {}: rank {} connected before the restart is not expected back: {}", id,
-              identity.getGlobalRank(), e.getMessage());
-        }
-      }
-      awaitUntilNanos = ranks.awaited().isEmpty() ? 0 : untilNanos;
+      restart.expect(identities, untilNanos);
     }
   }
 
@@ -366,35 +365,8 @@ public final class Job {
    */
   public boolean awaitingReturn(long nowNanos) {
     synchronized (lock) {
-      return awaiting(nowNanos);
+      return restart.awaiting(nowNanos);
     }
-  }
-
-  @GuardedBy("lock")
-  private boolean awaiting(long nowNanos) {
-    if (awaitUntilNanos == 0) {
-      return false;
-    }
-    List<Integer> missing = ranks.awaited();
-    if (missing.isEmpty()) {
-      awaitUntilNanos = 0;
-      log.info("job {}: every rank connected before the restart is back", id);
-      return false;
-    }
-    if (nowNanos - awaitUntilNanos < 0) {
-      return true;
-    }
-    boolean ended = !ranks.anyConnectedSinceStart();
-    ranks.notBack(ended, nowNanos);
-    awaitUntilNanos = 0;
-    if (ended) {
-      log.info("job {}: none of its {} ranks connected before the restart came back; it ended while the daemon was "
-          + "away", id, missing.size());
-    } else {
-      log.warn("job {}: ranks {} connected before the restart did not come back in time; taken for lost", id,
-          dev.frdiag.analysis.Ranks.compact(missing));
-    }
-    return false;
   }
 
   /** The ranks connected now and those expected back, as they said who they are; sorted by rank. */
@@ -425,53 +397,14 @@ public final class Job {
     }
   }
 
-  /** See {@link Incident#quietAtLastCheckNanos}. */
-  public long quietAtLastCheckNanos() {
-    synchronized (lock) {
-      return incident.quietAtLastCheckNanos();
-    }
+  /** The job's incident: its whole life, from the watch before it opens to its report and close. */
+  public Incident incident() {
+    return incident;
   }
 
-  /** Opens an incident for {@code trigger}; the events that led to it are part of it. */
-  public void openIncident(Report.Trigger trigger) {
-    synchronized (lock) {
-      incident.open(trigger, ranks.all());
-    }
-  }
-
-  /** The open incident's report is written. */
-  public void incidentReported(long nowNanos) {
-    synchronized (lock) {
-      incident.reported(nowNanos);
-    }
-  }
-
-  /** See {@link Incident#closeAfterReport}. */
-  public void closeIncidentAfterReport(long nowNanos, Duration quiet) {
-    synchronized (lock) {
-      incident.closeAfterReport(ranks.all(), nowNanos, quiet);
-    }
-  }
-
-  /** See {@link Incident#closeIfRecovered}. */
-  public void closeIncidentIfRecovered(long sinceNanos) {
-    synchronized (lock) {
-      incident.closeIfRecovered(ranks.all(), sinceNanos);
-    }
-  }
-
-  /** See {@link Incident#joinOrClaimOnDemand}. */
-  public CompletableFuture<Report> joinOrClaimOnDemand(long nowNanos, Duration interval,
-      CompletableFuture<Report> candidate, Runnable admission) {
-    synchronized (lock) {
-      return incident.joinOrClaimOnDemand(id, nowNanos, interval, candidate, admission);
-    }
-  }
-
-  public boolean incidentOpen() {
-    synchronized (lock) {
-      return incident.isOpen();
-    }
+  /** The job's straggler watch. */
+  public Stragglers stragglers() {
+    return stragglers;
   }
 
   /**
@@ -492,7 +425,7 @@ public final class Job {
    */
   public boolean idle(long nowNanos, Duration expiry) {
     synchronized (lock) {
-      return !incident.isOpen() && ranks.all().stream().noneMatch(RankState::live) && !awaiting(nowNanos)
+      return !incident.isOpen() && ranks.all().stream().noneMatch(RankState::live) && !restart.awaiting(nowNanos)
           && nowNanos - lastActivityNanos >= expiry.toNanos();
     }
   }
@@ -507,8 +440,9 @@ public final class Job {
     }
   }
 
-  /** Gives back the bytes the job holds to the daemon's budget: it is forgotten. */
+  /** Gives back the bytes the job holds to the daemon's budget, and ends its incident: it is forgotten. */
   void release() {
+    incident.expire();
     share.close();
   }
 

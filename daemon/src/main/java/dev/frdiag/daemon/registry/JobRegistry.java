@@ -30,6 +30,8 @@ public final class JobRegistry {
   private final StateBudget budget;
   /** All node context waiting for jobs not seen yet: together no more than one job's context. */
   private final StateBudget.Share earlyShare;
+  /** The on-demand diagnoses running across every job, against the daemon's limit. */
+  private final OnDemandSlots onDemandSlots;
 
   /** Node posts of a job nobody has connected for yet, and when the first came. */
   private record EarlyContext(NodeContexts nodes, long firstPostNanos) {}
@@ -50,6 +52,7 @@ public final class JobRegistry {
     this.budget = new StateBudget(limits.maxStateBytes());
     this.earlyShare = budget.share("the node context waiting for jobs no rank has connected for",
         limits.maxContextBytesPerJob(), "--max-context-bytes");
+    this.onDemandSlots = new OnDemandSlots(limits.maxInvestigations());
   }
 
   /** The job, created on first sight with {@code worldSize}. */
@@ -79,8 +82,7 @@ public final class JobRegistry {
     relieve(nowNanos);
     return jobs.computeIfAbsent(jobId, id -> {
       Job job = new Job(id, worldSize, window, limits, budget.share("job " + id, limits.maxJobStateBytes(),
-          "--max-job-state-bytes"), nowMs,
-          nowNanos);
+          "--max-job-state-bytes"), onDemandSlots, nowMs, nowNanos);
       EarlyContext early = earlyContext.remove(id);
       if (early != null) {
         List<NodeContext> posted;

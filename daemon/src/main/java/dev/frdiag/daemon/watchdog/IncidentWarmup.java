@@ -15,12 +15,12 @@ import dev.frdiag.proto.v1.InternedFrame;
 import dev.frdiag.proto.v1.RecordBatch;
 import dev.frdiag.proto.v1.RecordTemplate;
 import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportDraft;
 import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -87,8 +87,8 @@ public final class IncidentWarmup {
     JobEvidence evidence = job.evidence(replies, standIns, synthetic.observedAtNs(), synthetic.stallThreshold(),
         "warm-up");
     Diagnosis d = HangAnalyzer.analyze(evidence);
-    Report report = Report.of("warmup-000001", "warmup", Report.Trigger.STALL, Instant.EPOCH, d,
-        List.of(new Report.TimelineEntry(Instant.EPOCH.toString(), "warm-up")), job.scheduler());
+    Report report = ReportDraft.of("warmup", Report.Trigger.STALL).scheduler(job.scheduler())
+        .finish("warmup-000001", d, Instant.EPOCH, "warm-up");
     ReportText.markdown(report);
     ReportJson.write(report);
     return report;

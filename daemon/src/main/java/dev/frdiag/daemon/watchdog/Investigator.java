@@ -1,15 +1,15 @@
 package dev.frdiag.daemon.watchdog;
 
-import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.HangAnalyzer;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.RecordTimelines;
 import dev.frdiag.analysis.StragglerAnalyzer;
 import dev.frdiag.daemon.metrics.DaemonMetrics;
+import dev.frdiag.daemon.registry.Gather;
+import dev.frdiag.daemon.registry.Incident;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.LimitExceededException;
-import dev.frdiag.daemon.registry.RankLink;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.store.ReportNotStoredException;
@@ -17,23 +17,20 @@ import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.report.Report;
+import dev.frdiag.report.ReportDraft;
 import dev.frdiag.report.ReportSink;
-import dev.frdiag.report.Timeline;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -42,9 +39,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs one investigation: asks every rank of a job whose window cannot stand for one for a fresh snapshot, waits
- * until all answered or the deadline passed (a rank that did not answer is evidence, not an error), analyses, stores
- * the report and hands it to the sinks.
+ * The gather protocol and publishing: asks every rank of a job whose window cannot stand for one for a fresh snapshot
+ * (the job's {@link Incident} keeps the {@link Gather}), waits until all answered, a quorum did, or the deadline
+ * passed (a rank that did not answer is evidence, not an error), analyses, stores the report and hands it to the
+ * sinks. It keeps no state of any job: what an investigation changes lives in the job's incident.
  */
 public final class Investigator {
   private static final Logger log = LoggerFactory.getLogger(Investigator.class);
@@ -55,14 +53,11 @@ public final class Investigator {
   private final LongSupplier nanoTime;
   private final Duration stallThreshold;
   private final AtomicLong requestIds = new AtomicLong();
-  // Concurrent rather than locked: replies arrive on many rank streams at once and must not queue behind each other.
-  private final Map<Long, Gather> pending = new ConcurrentHashMap<>();
   // Watchers come and go rarely; every report walks the list, from the analysis threads.
   private final List<ReportSink> sinks = new CopyOnWriteArrayList<>();
   private final ScheduledExecutorService scheduler;
   private final Limits limits;
   private final DaemonMetrics metrics;
-  private final AtomicInteger onDemandInFlight = new AtomicInteger();
   /** How old, before the snapshot request, a rank's current window may be and still stand for its snapshot. */
   private final Duration standInAge;
 
@@ -109,49 +104,6 @@ public final class Investigator {
   }
 
   /**
-   * Routes {@code rank}'s dump reply to the investigation of {@code job} that asked for it, as the job keeps it
-   * ({@link Job#snapshot}). Late or unknown replies are checked but dropped: sharing their records with the job's
-   * would only take time from the analysis they missed. So are replies from a stream other than the one asked: only
-   * the rank's own session may answer for it.
-   *
-   * @throws IllegalArgumentException when the reply's templates or records are malformed or name what its rank
-   *     never announced
-   */
-  public void onDumpReply(Job job, int rank, String session, DumpReply reply) {
-    DumpReply kept = job.snapshot(rank, reply, gathering(job, reply) != null);
-    // Looked up again: the gather may have ended while the job took the reply in.
-    Gather g = gathering(job, reply);
-    if (kept != null && g != null) {
-      g.add(rank, session, kept);
-    }
-  }
-
-  /**
-   * A stream of {@code job}'s {@code rank} was accepted as {@code session} (it has been welcomed): a rank that opens
-   * a stream while the job's snapshots are being gathered, and has not answered, is asked on it. Its stream may
-   * have been down when the request went out (an agent opens a new stream when it learns the rank's pid), and a
-   * request on a stream that is gone is lost: without this, its stored window stood in for it, however old.
-   */
-  public void onRankAttached(Job job, int rank, String session, RankLink link) {
-    for (Gather g : pending.values()) {
-      if (g.jobId.equals(job.id())) {
-        DumpRequest request = g.expectAgain(rank, session);
-        if (request != null) {
-          log.info("job={} rank={} asked for its snapshot again on its new stream (request {})", job.id(), rank,
-              request.getRequestId());
-          link.requestDump(request);
-        }
-      }
-    }
-  }
-
-  /** The investigation of {@code job} that still gathers the replies to {@code reply}'s request; null when none. */
-  private Gather gathering(Job job, DumpReply reply) {
-    Gather g = pending.get(reply.getRequestId());
-    return g != null && g.jobId.equals(job.id()) ? g : null;
-  }
-
-  /**
    * A diagnosis someone asked for: joins the one already running for the job, and is refused (with the wait) when
    * the job was diagnosed on demand less than the limits' interval ago or too many are running daemon-wide. While
    * ranks connected before the daemon restarted are not back, it waits for them.
@@ -179,20 +131,13 @@ public final class Investigator {
       return later;
     }
     CompletableFuture<Report> mine = new CompletableFuture<>();
-    CompletableFuture<Report> running = job.joinOrClaimOnDemand(nanoTime.getAsLong(), limits.diagnoseInterval(), mine,
-        () -> {
-          if (onDemandInFlight.get() >= limits.maxInvestigations()) {
-            throw new LimitExceededException(onDemandInFlight.get() + " diagnoses are running, the daemon's limit; "
-                + "try again shortly");
-          }
-        });
+    CompletableFuture<Report> running = job.incident().joinOrClaimOnDemand(nanoTime.getAsLong(),
+        limits.diagnoseInterval(), mine);
     if (running != mine) {
       return running;
     }
-    onDemandInFlight.incrementAndGet();
     // When the disk refuses the report, the caller is told so now rather than waiting for a disk that may not free.
     investigate(job, Report.Trigger.ON_DEMAND, deadline, mine::completeExceptionally).whenComplete((report, error) -> {
-      onDemandInFlight.decrementAndGet();
       if (error != null) {
         mine.completeExceptionally(error);
       } else {
@@ -224,7 +169,10 @@ public final class Investigator {
     }
   }
 
-  /** Investigates {@code job} now; the future completes with the stored report. */
+  /**
+   * Investigates {@code job} now; the future completes with the stored report. For any trigger but
+   * {@link Report.Trigger#ON_DEMAND}, this is the investigation of the job's open incident.
+   */
   public CompletableFuture<Report> investigate(Job job, Report.Trigger trigger, Duration requestedDeadline) {
     return investigate(job, trigger, requestedDeadline, refused -> { });
   }
@@ -237,51 +185,49 @@ public final class Investigator {
       Consumer<ReportNotStoredException> notStored) {
     Duration deadline = requestedDeadline.compareTo(limits.maxSnapshotDeadline()) > 0 ? limits.maxSnapshotDeadline()
         : requestedDeadline;
-    Timeline timeline = new Timeline();
     Instant start = clock.get();
     long detectedNanos = nanoTime.getAsLong();
     metrics.incidentOpened(trigger);
-    timeline.add(start, describe(trigger));
-    long id = requestIds.incrementAndGet();
+    ReportDraft draft = ReportDraft.of(job.id(), trigger).scheduler(job.scheduler()).step(start, describe(trigger));
     // Ranks whose windows are as current as a snapshot are not asked for one (DIAGNOSIS.md §3, "Windows that stand
     // for snapshots"): at 16,384 ranks their replies took 0.6-1 s to gather.
     Set<Integer> standIns = job.currentWindows(epochNanos(start) - standInAge.toNanos());
-    DumpRequest request = DumpRequest.newBuilder().setRequestId(id).setReason("frdiag: " + describe(trigger))
-        .setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window()).setRecordsOnStreamOk(true).build();
-    Gather gather = new Gather(job.id(), nanoTime, request, standIns);
-    // Pending before any rank is asked: a reply, or a rank's new stream, may come at once.
-    pending.put(id, gather);
+    DumpRequest request = DumpRequest.newBuilder().setRequestId(requestIds.incrementAndGet())
+        .setReason("frdiag: " + describe(trigger)).setDeadlineMs(deadline.toMillis()).setMaxRecords(job.window())
+        .setRecordsOnStreamOk(true).build();
+    Incident incident = job.incident();
+    // Started before any rank is asked: a reply, or a rank's new stream, may come at once.
+    Gather gather = incident.startGather(request, standIns, trigger != Report.Trigger.ON_DEMAND, nanoTime);
     Map<Integer, String> asked = job.requestDumps(request, standIns);
     String standing = "the windows of " + standIns.size() + (asked.isEmpty() ? " connected" : " other")
         + " ranks stand for theirs (every record had reached the daemon at most " + standInAge.toMillis()
         + " ms before)";
-    timeline.add(start, asked.isEmpty() ? "no snapshot requested: " + standing
+    draft.step(start, asked.isEmpty() ? "no snapshot requested: " + standing
         : "snapshots requested from " + asked.size() + " connected ranks (deadline " + deadline.toMillis() + " ms)"
             + (standIns.isEmpty() ? "" : "; " + standing));
     gather.expect(asked);
     // Stragglers: once nearly every rank answered and the replies stopped coming, waiting out the deadline for the
     // last few only delays the answer; their stored windows stand in for them and the report says so.
-    ScheduledFuture<?> quorum = scheduler.scheduleWithFixedDelay(gather::checkQuorum, QUORUM_CHECK.toMillis(),
-        QUORUM_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+    ScheduledFuture<?> quorum = scheduler.scheduleWithFixedDelay(() -> gather.finishOnQuorum(QUORUM_QUIET.toNanos()),
+        QUORUM_CHECK.toMillis(), QUORUM_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     // On our scheduler rather than completeOnTimeout's shared one, so that a gather finished early leaves no task
     // waiting out its deadline behind it.
-    ScheduledFuture<?> timeout = scheduler.schedule(() -> gather.done.complete(null), deadline.toMillis(),
-        TimeUnit.MILLISECONDS);
-    gather.done.whenComplete((v, e) -> {
+    ScheduledFuture<?> timeout = scheduler.schedule(gather::finish, deadline.toMillis(), TimeUnit.MILLISECONDS);
+    gather.done().whenComplete((v, e) -> {
       // At once, not when the analysis thread gets to it: from here on replies are turned away on arrival.
-      pending.remove(id);
+      incident.endGather(gather);
       quorum.cancel(false);
       timeout.cancel(false);
     });
-    return gather.done
+    return gather.done()
         .thenComposeAsync(ignored -> {
-          pending.remove(id);
-          Map<Integer, DumpReply> replies = gather.snapshot();
+          incident.endGather(gather);
+          Map<Integer, DumpReply> replies = gather.replies();
           int askedInAll = gather.expectedCount();
           metrics.snapshotsMissed(askedInAll - replies.size());
           Instant gathered = clock.get();
           if (askedInAll > 0) {
-            timeline.add(gathered, replies.size() + " of " + askedInAll + " snapshots received after "
+            draft.step(gathered, replies.size() + " of " + askedInAll + " snapshots received after "
                 + Duration.between(start, gathered).toMillis() + " ms"
                 + (askedInAll > asked.size() ? " (" + (askedInAll - asked.size())
                     + " asked again on a stream opened meanwhile)" : ""));
@@ -290,19 +236,14 @@ public final class Investigator {
               "no snapshot within " + deadline.toMillis() + " ms");
           Instant built = clock.get();
           Diagnosis diagnosis = HangAnalyzer.analyze(evidence);
-          timeline.firstDivergence(diagnosis);
           Instant now = clock.get();
-          timeline.add(now, "analysed " + evidence.ranks().size() + " ranks in "
-              + Duration.between(gathered, now).toMillis() + " ms; report written");
           log.info("job={} evidence of {} ranks ({} snapshots said their records were on the stream) built in {} ms,"
               + " analysed in {} ms", job.id(), evidence.ranks().size(),
               replies.values().stream().filter(DumpReply::getRecordsOnStream).count(),
               Duration.between(gathered, built).toMillis(), Duration.between(built, now).toMillis());
-          Report report = Report.of(store.nextReportId(job.id()), job.id(), trigger, now,
-              diagnosis, timeline.entries(), job.scheduler());
-          // Logged before it is stored: whatever the disk does, the verdict is not lost.
-          log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
-              report.verdict(), report.symptom(), report.culpritRanks(), trigger);
+          Report report = draft.finish(store.nextReportId(job.id()), diagnosis, now, "analysed "
+              + evidence.ranks().size() + " ranks in " + Duration.between(gathered, now).toMillis()
+              + " ms; report written");
           return durably(job, report, detectedNanos, notStored);
         }, executor);
   }
@@ -328,20 +269,19 @@ public final class Investigator {
   public CompletableFuture<Report> reportStraggler(Job job, Diagnosis d, String how) {
     metrics.incidentOpened(Report.Trigger.STRAGGLER);
     long detectedNanos = nanoTime.getAsLong();
-    Timeline timeline = new Timeline().add(clock.get(), describe(Report.Trigger.STRAGGLER) + ": " + how);
-    Report report = Report.of(store.nextReportId(job.id()), job.id(), Report.Trigger.STRAGGLER, clock.get(), d,
-        timeline.entries(), job.scheduler());
-    log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
-        report.verdict(), report.symptom(), report.culpritRanks(), Report.Trigger.STRAGGLER);
+    Report report = ReportDraft.of(job.id(), Report.Trigger.STRAGGLER).scheduler(job.scheduler())
+        .finish(store.nextReportId(job.id()), d, clock.get(), describe(Report.Trigger.STRAGGLER) + ": " + how);
     return durably(job, report, detectedNanos, refused -> { });
   }
 
   /**
    * Stores {@code report}; it is announced only once on disk, so whatever a watcher or a caller was told survives a
-   * crash.
+   * crash. Its verdict is logged first: whatever the disk does, it is not lost.
    */
   private CompletableFuture<Report> durably(Job job, Report report, long detectedNanos,
       Consumer<ReportNotStoredException> notStored) {
+    log.info("report {} job={} verdict={} symptom={} culprits={} trigger={}", report.reportId(), job.id(),
+        report.verdict(), report.symptom(), report.culpritRanks(), report.trigger());
     CompletableFuture<Report> durable = new CompletableFuture<>();
     store.save(report, stored -> {
       job.reportWritten(stored.reportId());
@@ -379,103 +319,5 @@ public final class Investigator {
 
   static long epochNanos(Instant t) {
     return t.getEpochSecond() * 1_000_000_000L + t.getNano();
-  }
-
-  /** Replies gathered for one request. */
-  private static final class Gather {
-    final String jobId;
-    private final LongSupplier nanoTime;
-    final CompletableFuture<Void> done = new CompletableFuture<>();
-    @GuardedBy("this")
-    private final Map<Integer, DumpReply> replies = new HashMap<>();
-    /** Each rank asked, with the session it was asked on: only that session may answer. */
-    @GuardedBy("this")
-    private final Map<Integer, String> expected = new HashMap<>();
-    @GuardedBy("this")
-    private boolean expectedKnown;
-    @GuardedBy("this")
-    private final Map<Integer, String> early = new HashMap<>();
-    @GuardedBy("this")
-    private long lastReplyNanos;
-    /** The request; ranks that open a new stream while it is out are sent it too. */
-    private final DumpRequest request;
-    private final Set<Integer> standIns;
-
-    Gather(String jobId, LongSupplier nanoTime, DumpRequest request, Set<Integer> standIns) {
-      this.jobId = jobId;
-      this.nanoTime = nanoTime;
-      this.request = request;
-      this.standIns = standIns;
-    }
-
-    synchronized void expect(Map<Integer, String> ranks) {
-      // A rank asked again on a stream it opened meanwhile keeps that stream's session.
-      ranks.forEach(expected::putIfAbsent);
-      expectedKnown = true;
-      checkDone();
-    }
-
-    /**
-     * Expects {@code rank}'s reply on {@code session} instead of any earlier one; returns the request to send it,
-     * or null when the gather is over, the rank has answered, or its window stands in.
-     */
-    synchronized DumpRequest expectAgain(int rank, String session) {
-      if (done.isDone() || replies.containsKey(rank) || standIns.contains(rank)) {
-        return null;
-      }
-      expected.put(rank, session);
-      return request;
-    }
-
-    synchronized int expectedCount() {
-      return expected.size();
-    }
-
-    synchronized void add(int rank, String session, DumpReply reply) {
-      // Replies can arrive before expect() has run (the request went out first); those are checked in checkDone.
-      if (expectedKnown && !session.equals(expected.get(rank))) {
-        return;
-      }
-      if (!expectedKnown) {
-        early.put(rank, session);
-      }
-      replies.put(rank, reply);
-      lastReplyNanos = nanoTime.getAsLong();
-      checkDone();
-    }
-
-    /**
-     * Done early when at most 1 % of the ranks are missing and no reply came for a while. Below 100 ranks that is
-     * none: a small job waits for every answer (or the deadline), since one rank is a large part of its evidence.
-     */
-    synchronized void checkQuorum() {
-      int missing = expected.size() - replies.size();
-      int allowed = expected.size() / 100;
-      if (expectedKnown && replies.size() > 0 && missing <= allowed
-          && nanoTime.getAsLong() - lastReplyNanos >= QUORUM_QUIET.toNanos()) {
-        done.complete(null);
-      }
-    }
-
-    @GuardedBy("this")
-    private void checkDone() {
-      if (!expectedKnown) {
-        return;
-      }
-      // Replies that came before the ranks asked were known: keep only those from the session asked.
-      early.forEach((rank, session) -> {
-        if (!session.equals(expected.get(rank))) {
-          replies.remove(rank);
-        }
-      });
-      early.clear();
-      if (replies.keySet().containsAll(expected.keySet())) {
-        done.complete(null);
-      }
-    }
-
-    synchronized Map<Integer, DumpReply> snapshot() {
-      return Map.copyOf(replies);
-    }
   }
 }

@@ -1,13 +1,12 @@
 package dev.frdiag.daemon.watchdog;
 
 import dev.frdiag.daemon.settings.DaemonSettings;
+import dev.frdiag.daemon.registry.Incident;
 import dev.frdiag.daemon.registry.Job;
 import dev.frdiag.daemon.registry.JobRegistry;
+import dev.frdiag.daemon.registry.Stragglers;
 import dev.frdiag.report.Report;
 import java.time.Duration;
-import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -17,7 +16,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Looks at every job periodically and opens one incident per hang: a stalled process group, a lost rank, or a
- * rank that reported a timeout or error. Observe-only: it reports, it never touches the job.
+ * rank that reported a timeout or error. A stateless scan: what it decides lives in each job's {@link Incident} and
+ * {@link Stragglers} watch. Observe-only: it reports, it never touches the job.
  */
 public final class Watchdog implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Watchdog.class);
@@ -28,10 +28,6 @@ public final class Watchdog implements AutoCloseable {
   private final LongSupplier nanoTime;
   private final LongSupplier intakeLagNanos;
   private final ScheduledExecutorService scheduler;
-  // Concurrent: the scheduler's passes and a caller's checkAll() may overlap.
-  private final Map<String, Long> incidentOpenedAt = new ConcurrentHashMap<>();
-  /** Jobs whose evidence was built ahead in their current approach to the stall timeout. */
-  private final Set<String> preparedAhead = ConcurrentHashMap.newKeySet();
   private final StragglerWatch stragglers;
   /** Whether the last pass found the intake behind by more than a heartbeat interval (said once per spell). */
   private volatile boolean intakeBehind;
@@ -96,9 +92,6 @@ public final class Watchdog implements AutoCloseable {
     Duration next = interval;
     long lag = intakeLag();
     for (String expired : registry.expireIdle(nanoTime.getAsLong())) {
-      incidentOpenedAt.remove(expired);
-      preparedAhead.remove(expired);
-      stragglers.forget(expired);
       log.info("job {}: forgotten after {} with no rank connected (its reports stay in the store)", expired,
           settings.limits().jobIdleExpiry());
     }
@@ -106,17 +99,13 @@ public final class Watchdog implements AutoCloseable {
       try {
         check(job, lag);
         stragglers.check(job);
-        long quiet = job.quietAtLastCheckNanos();
+        long quiet = job.incident().quietAtLastCheckNanos();
         long untilStall = settings.stallTimeout().toNanos() - quiet;
         if (quiet >= 0 && untilStall <= interval.toNanos()) {
           next = NEAR_STALL_CHECK.compareTo(interval) < 0 ? NEAR_STALL_CHECK : interval;
         }
-        if (quiet >= 0 && untilStall <= BUILD_AHEAD_INTERVALS * interval.toNanos()) {
-          if (preparedAhead.add(job.id())) {
-            investigator.prepareEvidence(job);
-          }
-        } else {
-          preparedAhead.remove(job.id());
+        if (job.incident().prepareAhead(quiet >= 0 && untilStall <= BUILD_AHEAD_INTERVALS * interval.toNanos())) {
+          investigator.prepareEvidence(job);
         }
       } catch (RuntimeException e) {
         // One job's bad state must not stop the watchdog for the others.
@@ -144,27 +133,22 @@ public final class Watchdog implements AutoCloseable {
 
   private void check(Job job, long intakeLag) {
     long now = nanoTime.getAsLong();
-    Long openedAt = incidentOpenedAt.get(job.id());
-    if (openedAt != null) {
-      job.closeIncidentIfRecovered(openedAt);
-      job.closeIncidentAfterReport(now, settings.stallTimeout());
-      if (!job.incidentOpen()) {
-        incidentOpenedAt.remove(job.id());
+    Incident incident = job.incident();
+    if (incident.isOpen()) {
+      if (incident.closeIfOver(now, settings.stallTimeout())) {
         log.info("job {}: incident closed (progress resumed, or its report is out and the job went quiet)",
             job.id());
       }
       return;
     }
-    Report.Trigger trigger = job.incidentTrigger(now, intakeLag, settings.stallTimeout(),
-        settings.heartbeatTimeout(), settings.lostGrace());
+    Report.Trigger trigger = incident.openIfDue(now, intakeLag, settings.stallTimeout(), settings.heartbeatTimeout(),
+        settings.lostGrace());
     if (trigger == null) {
       return;
     }
-    job.openIncident(trigger);
-    incidentOpenedAt.put(job.id(), now);
     log.warn("incident opened job={} trigger={}", job.id(), trigger);
     investigator.investigate(job, trigger, settings.snapshotDeadline()).whenComplete((report, error) -> {
-      job.incidentReported(nanoTime.getAsLong());
+      incident.reported(nanoTime.getAsLong());
       if (error != null) {
         log.error("investigation of job {} failed", job.id(), error);
       }

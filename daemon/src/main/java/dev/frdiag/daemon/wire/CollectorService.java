@@ -9,7 +9,6 @@ import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.registry.LimitExceededException;
 import dev.frdiag.daemon.registry.RankLink;
 import dev.frdiag.daemon.registry.TemplateTable;
-import dev.frdiag.daemon.watchdog.Investigator;
 import dev.frdiag.proto.v1.CollectorConfig;
 import dev.frdiag.proto.v1.CollectorGrpc;
 import dev.frdiag.proto.v1.ContextAck;
@@ -48,18 +47,16 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
   private static final int RECENT_REQUESTS = 8;
 
   private final JobRegistry registry;
-  private final Investigator investigator;
   private final CollectorConfig config;
   private final int maxMessageBytes;
   private final LongSupplier nanoTime;
   private final LongSupplier millis;
   private final DaemonMetrics metrics;
 
-  public CollectorService(JobRegistry registry, Investigator investigator, CollectorConfig config,
+  public CollectorService(JobRegistry registry, CollectorConfig config,
       int maxMessageBytes, LongSupplier nanoTime, LongSupplier millis, DaemonMetrics metrics) {
     this.metrics = metrics;
     this.registry = registry;
-    this.investigator = investigator;
     // This service reads records by template, whatever the caller's config says.
     this.config = config.toBuilder().setRecordTemplates(true).build();
     this.maxMessageBytes = maxMessageBytes;
@@ -159,7 +156,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
     private final List<DumpRequest> heldUntilWelcome = new ArrayList<>(1);
     /**
      * The ids of the newest dump requests sent on this stream. A gather asks every linked rank, and a rank whose
-     * stream is welcomed meanwhile is asked again by the gather's attach hook: both may reach one stream, and a rank
+     * stream attaches meanwhile is asked on it by its job ({@link Job#attach}): both may reach one stream, and a rank
      * asked twice would take and send a second full snapshot for nothing.
      */
     @GuardedBy("this")
@@ -232,7 +229,7 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
         }
         case DUMP_REPLY -> {
           MessageValidator.dumpReply(message.getDumpReply());
-          investigator.onDumpReply(job, rank, id, message.getDumpReply());
+          job.dumpReply(rank, id, message.getDumpReply());
         }
         case GOODBYE -> {
           job.finished(rank, id);
@@ -279,14 +276,13 @@ public final class CollectorService extends CollectorGrpc.CollectorImplBase {
       }
       log.debug("job={} rank={} host={} pid={} connected", who.getJobId(), who.getGlobalRank(),
           who.getHostname(), who.getPid());
-      // After the Welcome, which the rank must see first: a snapshot being gathered for its job is asked of it.
-      investigator.onRankAttached(j, who.getGlobalRank(), id, this);
     }
 
     @Override
     public synchronized void requestDump(DumpRequest request) {
       if (!welcomed) {
-        // Linked to its job before the Welcome is sent: a gather that starts in between waits for it.
+        // Linked to its job before the Welcome is sent (its job asks it at once while a gather runs): the request
+        // waits for the Welcome, which the rank must see first.
         heldUntilWelcome.add(request);
         return;
       }

@@ -10,6 +10,7 @@ import dev.frdiag.analysis.RankEvidence;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.DumpReply;
+import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.Frame;
 import dev.frdiag.proto.v1.ThreadStack;
 import dev.frdiag.proto.v1.ThreadStacks;
@@ -23,6 +24,7 @@ import dev.frdiag.report.Report.Trigger;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.IntFunction;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -73,11 +75,29 @@ class JobTest {
     }
   }
 
+  /**
+   * {@code replies} as a gather of request 1 keeps them, by rank: each sent on the rank's session "s" + rank, the
+   * gather then ended.
+   */
+  private static Map<Integer, DumpReply> gathered(Job job, Map<Integer, DumpReply> replies) {
+    Gather g = job.incident().startGather(DumpRequest.newBuilder().setRequestId(1).build(), Set.of(), false,
+        () -> 0);
+    try {
+      Map<Integer, String> sessions = new java.util.TreeMap<>();
+      replies.keySet().forEach(rank -> sessions.put(rank, "s" + rank));
+      g.expect(sessions);
+      replies.forEach((rank, reply) -> job.dumpReply(rank, "s" + rank, reply));
+      return g.replies();
+    } finally {
+      job.incident().endGather(g);
+    }
+  }
+
   /** Job "j", created at time 0, as the registry creates it with these limits. */
   static Job job(int worldSize, int window, Limits limits) {
     return new Job("j", worldSize, window, limits,
         new StateBudget(limits.maxStateBytes()).share("job j", limits.maxJobStateBytes(),
-            "--max-job-state-bytes"), 0, 0);
+            "--max-job-state-bytes"), new OnDemandSlots(limits.maxInvestigations()), 0, 0);
   }
 
   @Test
@@ -85,9 +105,9 @@ class JobTest {
     Job job = twoRanks();
     heartbeats(job, 5, 4, 1);
     heartbeats(job, 5, 4, 20);
-    assertThat(job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incident().openIfDue(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     heartbeats(job, 5, 4, 31);
-    assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incident().openIfDue(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   /** Ranks 0 and 1 of job "j", connected before the daemon restarted; expected back until 15 s. */
@@ -111,14 +131,14 @@ class JobTest {
     job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 0, false, 1 * S, 0);
     job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, 0, false, 12 * S, 0);
     assertThat(job.awaitingReturn(12 * S)).isTrue();
-    assertThat(job.incidentTrigger(12 * S, 0, Duration.ofSeconds(2), HEARTBEAT, GRACE))
+    assertThat(job.incident().openIfDue(12 * S, 0, Duration.ofSeconds(2), HEARTBEAT, GRACE))
         .as("rank 1 may still come back").isNull();
 
     reconnect(job, 1, 13);
     heartbeats(job, 5, 4, 13);
     assertThat(job.awaitingReturn(13 * S)).isFalse();
     heartbeats(job, 5, 4, 16);
-    assertThat(job.incidentTrigger(16 * S, 0, Duration.ofSeconds(2), HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incident().openIfDue(16 * S, 0, Duration.ofSeconds(2), HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
     assertThat(job.evidence(Map.of(), 0, STALL, "").ranks()).extracting(RankEvidence::liveness)
         .containsOnly(Liveness.ALIVE);
   }
@@ -127,10 +147,10 @@ class JobTest {
   void aRankNotBackInItsTimeIsLostAndItsLossJudged() {
     Job job = restartedWithTwoRanks();
     reconnect(job, 0, 1);
-    assertThat(job.incidentTrigger(14 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
-    assertThat(job.incidentTrigger(15 * S, 0, STALL, HEARTBEAT, GRACE)).as("lost only now").isNull();
+    assertThat(job.incident().openIfDue(14 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incident().openIfDue(15 * S, 0, STALL, HEARTBEAT, GRACE)).as("lost only now").isNull();
     job.heartbeat(0, "s0", List.of(progress(5, 5)), 0, 0, false, 44 * S, 0);
-    assertThat(job.incidentTrigger(45 * S, 0, STALL, HEARTBEAT, GRACE)).as("after the lost grace")
+    assertThat(job.incident().openIfDue(45 * S, 0, STALL, HEARTBEAT, GRACE)).as("after the lost grace")
         .isEqualTo(Trigger.HEARTBEAT_LOST);
     assertThat(job.summary().getRanksLost()).isEqualTo(1);
     assertThat(job.evidence(Map.of(), 0, STALL, "").ranks()).filteredOn(e -> e.rank() == 1).singleElement()
@@ -151,8 +171,8 @@ class JobTest {
   void aJobNoRankOfWhichCameBackEndedWhileTheDaemonWasAwayAndIsNotJudged() {
     Job job = restartedWithTwoRanks();
     assertThat(job.idle(10 * S, Duration.ZERO)).as("not idle while its ranks may come back").isFalse();
-    assertThat(job.incidentTrigger(16 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
-    assertThat(job.incidentTrigger(60 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incident().openIfDue(16 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incident().openIfDue(60 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     assertThat(job.summary().getRanksFinished()).isEqualTo(2);
     assertThat(job.idle(60 * S, Duration.ZERO)).isTrue();
     assertThat(job.connected()).isEmpty();
@@ -169,7 +189,7 @@ class JobTest {
         .addAllRecords(allReduces(2, i -> CollectiveState.COMPLETED)).setStacks(asleep).build();
     DumpReply waiting = DumpReply.newBuilder().setRequestId(1)
         .addAllRecords(allReduces(3, i -> i < 2 ? CollectiveState.COMPLETED : CollectiveState.SCHEDULED)).build();
-    Map<Integer, DumpReply> replies = Map.of(0, job.snapshot(0, stalled, true), 1, job.snapshot(1, waiting, true));
+    Map<Integer, DumpReply> replies = gathered(job, Map.of(0, stalled, 1, waiting));
 
     Diagnosis d = HangAnalyzer.analyze(job.evidence(replies, 0, STALL, "not asked"));
 
@@ -187,11 +207,11 @@ class JobTest {
     // A daemon behind its intake: heartbeats sent 2 s later arrive 30 s later. The ranks were not stuck for 30 s.
     job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 2 * S, false, 31 * S, 0);
     job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 2 * S, false, 31 * S, 0);
-    assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incident().openIfDue(31 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Their own heartbeats then say they made no progress for 31 s: that is a stall, however late it arrives.
     job.heartbeat(0, "s0", List.of(progress(5, 4)), 0, sent + 31 * S, false, 40 * S, 0);
     job.heartbeat(1, "s1", List.of(progress(5, 4)), 0, sent + 31 * S, false, 40 * S, 0);
-    assertThat(job.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incident().openIfDue(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   @Test
@@ -201,9 +221,9 @@ class JobTest {
     // Idle for a minute, then seq 5 issued: it has been outstanding for 1 s, not 61.
     heartbeats(job, 5, 4, 61);
     heartbeats(job, 5, 4, 62);
-    assertThat(job.incidentTrigger(62 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(job.incident().openIfDue(62 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     heartbeats(job, 5, 4, 91);
-    assertThat(job.incidentTrigger(91 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
+    assertThat(job.incident().openIfDue(91 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
   }
 
   @Test
@@ -212,7 +232,7 @@ class JobTest {
     for (long t = 1; t <= 100; t += 5) {
       job.heartbeat(0, "s0", List.of(progress(t + 1, t)), 0, 0, false, t * S, 0);
       job.heartbeat(1, "s1", List.of(progress(t + 1, t)), 0, 0, false, t * S, 0);
-      assertThat(job.incidentTrigger(t * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+      assertThat(job.incident().openIfDue(t * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     }
   }
 
@@ -220,24 +240,24 @@ class JobTest {
   void aLostStreamOpensAnIncidentAfterTheGraceAndSilenceOnlyAfterHeartbeatTimeoutPlusGrace() {
     Job lost = twoRanks();
     lost.lost(1, "s1", 10 * S);
-    assertThat(lost.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
-    assertThat(lost.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
+    assertThat(lost.incident().openIfDue(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(lost.incident().openIfDue(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.RANK_LOST);
 
     Job silent = twoRanks();
     silent.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
-    assertThat(silent.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(silent.incident().openIfDue(20 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     // Rank 1 last spoke at 0: silent from 16 s on, an incident only once the grace has passed too.
     silent.heartbeat(0, "s0", List.of(), 0, 0, false, 40 * S, 0);
-    assertThat(silent.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    assertThat(silent.incident().openIfDue(40 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     silent.heartbeat(0, "s0", List.of(), 0, 0, false, 71 * S, 0);
-    assertThat(silent.incidentTrigger(71 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
+    assertThat(silent.incident().openIfDue(71 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.HEARTBEAT_LOST);
   }
 
   @Test
   void aSilentRankThatSpeaksAgainIsAliveAndOnlyAnEndedStreamIsLost() {
     Job job = twoRanks();
     job.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
-    job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
+    job.incident().openIfDue(20 * S, 0, STALL, HEARTBEAT, GRACE);
     job.heartbeat(1, "s1", List.of(), 0, 0, false, 21 * S, 0);
     assertThat(job.summary().getRanksLost()).isZero();
     job.lost(1, "s1", 22 * S);
@@ -249,20 +269,19 @@ class JobTest {
     Job job = twoRanks();
     job.event(0, "s0", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 1 * S);
-    assertThat(job.incidentTrigger(1 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
-    job.openIncident(Trigger.WATCHDOG_TIMEOUT);
-    job.incidentReported(2 * S);
+    assertThat(job.incident().openIfDue(1 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
+    job.incident().reported(2 * S);
     // A late timeout line from another rank is part of the same hang.
     job.event(1, "s1", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 3 * S);
-    job.closeIncidentAfterReport(10 * S, STALL);
-    assertThat(job.incidentOpen()).isTrue();
-    job.closeIncidentAfterReport(33 * S, STALL);
-    assertThat(job.incidentOpen()).isFalse();
-    assertThat(job.incidentTrigger(33 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
+    job.incident().closeIfOver(10 * S, STALL);
+    assertThat(job.incident().isOpen()).isTrue();
+    job.incident().closeIfOver(33 * S, STALL);
+    assertThat(job.incident().isOpen()).isFalse();
+    assertThat(job.incident().openIfDue(33 * S, 0, STALL, HEARTBEAT, GRACE)).isNull();
     job.event(1, "s1", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 40 * S);
-    assertThat(job.incidentTrigger(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
+    assertThat(job.incident().openIfDue(40 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
   }
 
   @Test
@@ -270,7 +289,7 @@ class JobTest {
     Job job = twoRanks();
     // Rank 1 goes silent past the heartbeat timeout; its process restarts and connects on a new stream.
     job.heartbeat(0, "s0", List.of(), 0, 0, false, 20 * S, 0);
-    job.incidentTrigger(20 * S, 0, STALL, HEARTBEAT, GRACE);
+    job.incident().openIfDue(20 * S, 0, STALL, HEARTBEAT, GRACE);
     job.attach(RankIdentity.newBuilder().setJobId("j").setGlobalRank(1).setWorldSize(2).setPid(11).build(),
         List.of(ProcessGroup.newBuilder().setName("0").addRanks(0).addRanks(1).setGlobalRankStride(1).build()),
         request -> { }, "s1-new", 0, 21 * S, 0);
@@ -361,13 +380,26 @@ class JobTest {
     job.records(0, "s0", batch(List.of(whole)), new TemplateTable(), 1);
     CollectiveRecord kept = job.evidence(Map.of(), 0, STALL, "not asked").ranks().get(0).records().get(0);
 
-    DumpReply compact = job.snapshot(1, DumpReply.newBuilder().setRequestId(1).addTemplates(template)
-        .addRecords(naming).build(), true);
+    DumpReply compact = gathered(job, Map.of(1, DumpReply.newBuilder().setRequestId(1).addTemplates(template)
+        .addRecords(naming).build())).get(1);
     assertThat(compact.getRecordsList()).containsExactly(whole);
     assertThat(compact.getTemplatesList()).isEmpty();
     assertThat(compact.getRecords(0).getOp()).as("the job's copy").isSameAs(kept.getOp());
-    assertThat(job.snapshot(1, DumpReply.newBuilder().setRequestId(1).addTemplates(template).addRecords(naming)
-        .build(), false)).as("checked, not kept").isNull();
+  }
+
+  @Test
+  void aSnapshotReplyNoGatherAwaitsIsCheckedAndDropped() {
+    Job job = twoRanks();
+    Gather ended = job.incident().startGather(DumpRequest.newBuilder().setRequestId(1).build(), Set.of(), false,
+        () -> 0);
+    ended.expect(Map.of(0, "s0", 1, "s1"));
+    job.incident().endGather(ended);
+
+    job.dumpReply(1, "s1", DumpReply.newBuilder().setRequestId(1).addRecords(allReduces(1,
+        i -> CollectiveState.STARTED).get(0)).build());
+
+    assertThat(ended.replies()).as("late: the gather had ended").isEmpty();
+    assertThat(job.incident().gathers()).isEmpty();
   }
 
   @Test
@@ -376,10 +408,12 @@ class JobTest {
     DumpReply stranger = DumpReply.newBuilder().setRequestId(1).addRecords(allReduces(1, i -> CollectiveState.STARTED)
         .get(0).toBuilder().setProcessGroup("9")).build();
 
-    for (boolean keep : new boolean[] {true, false}) {
-      assertThatThrownBy(() -> job.snapshot(0, stranger, keep)).isInstanceOf(IllegalArgumentException.class)
-          .hasMessage("record 0 names process group '9' that was never announced");
-    }
+    assertThatThrownBy(() -> job.dumpReply(0, "s0", stranger)).as("no gather awaits it")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("record 0 names process group '9' that was never announced");
+    assertThatThrownBy(() -> gathered(job, Map.of(0, stranger))).as("a gather awaits it")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("record 0 names process group '9' that was never announced");
   }
 
   @Test
@@ -406,7 +440,8 @@ class JobTest {
     assertThat(rank0.answered()).as("it answered, fresh").isTrue();
     assertThat(rank0.records()).as("its window, which the stream brought up to the reply").isEqualTo(records);
     assertThat(rank0.progress()).as("the reply's own progress").containsExactly(progress(4, 3));
-    assertThat(job.snapshot(0, onStream, true)).as("nothing to share, taken as it is").isSameAs(onStream);
+    assertThat(gathered(job, Map.of(0, onStream)).get(0)).as("nothing to share, taken as it is")
+        .isSameAs(onStream);
   }
 
   @Test
@@ -437,18 +472,17 @@ class JobTest {
     };
     heartbeats.accept(3L, 0L);
     heartbeats.accept(3L, 31L);
-    assertThat(job.incidentTrigger(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
-    job.openIncident(Trigger.STALL);
+    assertThat(job.incident().openIfDue(31 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.STALL);
 
     heartbeats.accept(4L, 32L);
-    job.closeIncidentIfRecovered(31 * S);
-    assertThat(job.incidentOpen()).as("group 1 advanced (a heartbeat sent before the hang reached it, say); "
+    job.incident().closeIfOver(32 * S, STALL);
+    assertThat(job.incident().isOpen()).as("group 1 advanced (a heartbeat sent before the hang reached it, say); "
         + "group 0, which stalled, did not").isTrue();
     for (int r = 0; r < 2; r++) {
       job.heartbeat(r, "s" + r, List.of(progress(6, 5)), 0, 0, false, 33 * S, 0);
     }
-    job.closeIncidentIfRecovered(31 * S);
-    assertThat(job.incidentOpen()).as("group 0 advanced").isFalse();
+    job.incident().closeIfOver(33 * S, STALL);
+    assertThat(job.incident().isOpen()).as("group 0 advanced").isFalse();
   }
 
   @Test

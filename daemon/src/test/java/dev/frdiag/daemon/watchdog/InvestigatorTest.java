@@ -43,7 +43,7 @@ class InvestigatorTest {
         var report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofHours(1));
         assertThat(scheduler.getQueue()).as("the gather's quorum check and its deadline, on the daemon's scheduler")
             .hasSize(2);
-        investigator.onDumpReply(job, 0, "s", DumpReply.newBuilder().setRequestId(asked.get()).build());
+        job.dumpReply(0, "s", DumpReply.newBuilder().setRequestId(asked.get()).build());
         report.get(10, TimeUnit.SECONDS);
         assertThat(scheduler.getQueue()).as("tasks of a finished gather").isEmpty();
       }
@@ -64,7 +64,7 @@ class InvestigatorTest {
           request -> {
             asked.set(request.getRequestId());
             // An impostor answers first, for the real rank.
-            investigator.onDumpReply(job, 0, "impostor", DumpReply.newBuilder().setRequestId(request.getRequestId())
+            job.dumpReply(0, "impostor", DumpReply.newBuilder().setRequestId(request.getRequestId())
                 .build());
           }, "real", 0, System.nanoTime(), 0);
 

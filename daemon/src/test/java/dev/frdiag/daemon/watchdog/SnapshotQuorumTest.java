@@ -103,7 +103,7 @@ class SnapshotQuorumTest {
     Job job = new JobRegistry(16).getOrCreate("q", 101, 0);
     for (int r = 0; r < 101; r++) {
       // Rank 2 is the straggler; the others answer at once.
-      attach(job, r, "s" + r, r == 2 ? request -> { } : answering(investigator, job, r, "s" + r));
+      attach(job, r, "s" + r, r == 2 ? request -> { } : answering(job, r, "s" + r));
     }
 
     CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
@@ -122,18 +122,17 @@ class SnapshotQuorumTest {
     AtomicLong heldRequest = new AtomicLong(-1);
     attach(job, 0, "s0", request -> heldRequest.set(request.getRequestId()));
     for (int r = 1; r < 4; r++) {
-      attach(job, r, "s" + r, answering(investigator, job, r, "s" + r));
+      attach(job, r, "s" + r, answering(job, r, "s" + r));
     }
     // Rank 3's agent opens a new stream (as it does when it learns the rank's pid): the old one is gone, the new
     // one not there yet, when the request goes out.
     job.lost(3, "s3", nanos.get());
 
     CompletableFuture<Report> report = investigator.investigate(job, Report.Trigger.ON_DEMAND, Duration.ofSeconds(60));
-    RankLink reopened = answering(investigator, job, 3, "s3b");
+    RankLink reopened = answering(job, 3, "s3b");
     attach(job, 3, "s3b", reopened);
-    investigator.onRankAttached(job, 3, "s3b", reopened);
     assertThat(report).isNotDone();
-    investigator.onDumpReply(job, 0, "s0", DumpReply.newBuilder().setRequestId(heldRequest.get()).build());
+    job.dumpReply(0, "s0", DumpReply.newBuilder().setRequestId(heldRequest.get()).build());
 
     assertThat(report.get(5, TimeUnit.SECONDS).timeline())
         .anySatisfy(t -> assertThat(t.event()).startsWith("4 of 4 snapshots received"));
@@ -162,8 +161,8 @@ class SnapshotQuorumTest {
   }
 
   /** A stream that answers every dump request at once, as session {@code session} of {@code rank}. */
-  private static RankLink answering(Investigator investigator, Job job, int rank, String session) {
-    return request -> investigator.onDumpReply(job, rank, session,
+  private static RankLink answering(Job job, int rank, String session) {
+    return request -> job.dumpReply(rank, session,
         DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
   }
 }

@@ -71,7 +71,7 @@ class SnapshotStandInTest {
     RankLink link = request -> {
       asked.add(rank);
       if (answers) {
-        investigator.onDumpReply(job, rank, "s" + rank,
+        job.dumpReply(rank, "s" + rank,
             DumpReply.newBuilder().setRequestId(request.getRequestId()).build());
       }
     };

@@ -77,7 +77,7 @@ class WatchdogTest {
       int r = rank;
       job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(r).setWorldSize(2).setHostname("node0")
               .setPid(100 + r).build(), List.of(WORLD),
-          request -> investigator.onDumpReply(job, r, "session" + r, DumpReply.newBuilder()
+          request -> job.dumpReply(r, "session" + r, DumpReply.newBuilder()
               .setRequestId(request.getRequestId()).build()),
           "session" + r, 0, nanos.get(), 0);
     }
@@ -140,11 +140,11 @@ class WatchdogTest {
     tick(Duration.ofSeconds(20), stuck);
     tick(STALL.minusNanos(1), stuck);
     assertThat(triggers()).isEmpty();
-    assertThat(job.incidentOpen()).isFalse();
+    assertThat(job.incident().isOpen()).isFalse();
 
     tick(STALL, stuck);
     assertThat(triggers()).containsExactly("stall");
-    assertThat(job.incidentOpen()).isTrue();
+    assertThat(job.incident().isOpen()).isTrue();
     assertThat(job.summary().getLatestReportId()).isEqualTo("job-000001");
   }
 
@@ -205,7 +205,7 @@ class WatchdogTest {
       tick(Duration.ofSeconds(s), stuck, 1);
     }
     assertThat(triggers()).containsExactly("stall");
-    assertThat(job.incidentOpen()).isTrue();
+    assertThat(job.incident().isOpen()).isTrue();
   }
 
   @Test
@@ -216,10 +216,10 @@ class WatchdogTest {
     for (int s = 40; s <= 120; s += 10) {
       tick(Duration.ofSeconds(s), progress(5, 4));
     }
-    assertThat(job.incidentOpen()).isTrue();
+    assertThat(job.incident().isOpen()).isTrue();
 
     tick(Duration.ofSeconds(130), progress(6, 5));
-    assertThat(job.incidentOpen()).isFalse();
+    assertThat(job.incident().isOpen()).isFalse();
     tick(Duration.ofSeconds(140), progress(6, 5));
     tick(Duration.ofSeconds(150), progress(6, 5));
     tick(Duration.ofSeconds(160).minusNanos(1), progress(6, 5));
@@ -334,10 +334,10 @@ class WatchdogTest {
     job.event(0, "session0", RankEvent.newBuilder().setKind(RankEvent.Kind.WATCHDOG_TIMEOUT).build(), nanos.get());
     tick(Duration.ofSeconds(20), null);
     tick(Duration.ofSeconds(1).plus(STALL).minusNanos(1), null);
-    assertThat(job.incidentOpen()).isTrue();
+    assertThat(job.incident().isOpen()).isTrue();
 
     tick(Duration.ofSeconds(1).plus(STALL), null);
-    assertThat(job.incidentOpen()).isFalse();
+    assertThat(job.incident().isOpen()).isFalse();
     tick(Duration.ofSeconds(40), null);
     assertThat(triggers()).containsExactly("comm_error");
 
