@@ -27,6 +27,12 @@ import java.util.function.IntFunction;
 /**
  * What the daemon holds about one rank, and the rank's evidence from it. Mutable, and changed only by its own
  * methods; every access holds its {@link Job}'s lock.
+ *
+ * <p>One concept, although it holds several parts (its stream and liveness, its groups and progress, its window and
+ * frames, its events, and the bytes each part costs): every message of the rank changes several of them at once and
+ * under one lock, and each byte count is the cost of the part beside it, charged before the part grows
+ * ({@link StateBudget}). Apart, the counts would have to be kept in step with parts they cannot see. The window's
+ * records live in {@link RankWindow}, the restart's wait in {@link RestartReturn}.
  */
 final class RankState {
   static final int MAX_EVENTS = 64;
