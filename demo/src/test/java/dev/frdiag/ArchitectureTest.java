@@ -10,7 +10,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The layout the README's architecture section describes, checked over the main classes of every module on this
+ * The layout docs/ARCHITECTURE.md describes, checked over the main classes of every module on this
  * classpath (this module's is the one that holds them all). Maven already refuses a module that imports one it
  * does not depend on; what it cannot see are cycles between packages and what a pure module reaches through its
  * own dependencies.
