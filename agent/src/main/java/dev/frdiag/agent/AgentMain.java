@@ -1,5 +1,6 @@
 package dev.frdiag.agent;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import dev.frdiag.agent.probe.NodeProbe;
 import dev.frdiag.agent.probe.NodeProbes;
 import dev.frdiag.agent.relay.InProcessRelay;
@@ -229,11 +230,8 @@ public final class AgentMain implements Callable<Integer> {
     NodeContextCollector context = new NodeContextCollector(
         ibRoot != null && Files.isDirectory(ibRoot) ? ibRoot : null, ncclLogs, Duration.ofMinutes(1),
         probes.isEmpty() ? null : new NodeProbes(probes, probeTimeout));
-    ScheduledExecutorService flushes = fanIn ? Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "frdiag-agent-relay");
-      t.setDaemon(true);
-      return t;
-    }) : null;
+    ScheduledExecutorService flushes = fanIn ? Executors.newSingleThreadScheduledExecutor(
+        new ThreadFactoryBuilder().setNameFormat("frdiag-agent-relay").setDaemon(true).build()) : null;
     InProcessRelay relay = fanIn ? InProcessRelay.start(channel, settings.hostname(), flushes,
         MessageLimits.DEFAULT_MAX_MESSAGE_BYTES) : null;
     NodeAgent agent = new NodeAgent(settings, relay == null ? channel : relay.channel(), context);

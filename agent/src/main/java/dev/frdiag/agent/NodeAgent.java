@@ -1,5 +1,6 @@
 package dev.frdiag.agent;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.agent.controlplane.UnixHttpClient;
 import dev.frdiag.agent.controlplane.WorkerServer;
@@ -168,11 +169,8 @@ public final class NodeAgent implements AutoCloseable {
         WORKER_SERVER_TIMEOUT, (int) Math.min(settings.maxDumpBytes(), DumpReader.MAX_FILE_BYTES_LIMIT)));
     this.finder = new ProcessFinder(Path.of("/proc"));
     if (settings.workerSocket() != null || settings.pipePrefix() != null) {
-      this.poller = Executors.newScheduledThreadPool(MAX_POLLER_THREADS, r -> {
-        Thread t = new Thread(r, "frdiag-agent-progress");
-        t.setDaemon(true);
-        return t;
-      });
+      this.poller = Executors.newScheduledThreadPool(MAX_POLLER_THREADS,
+          new ThreadFactoryBuilder().setNameFormat("frdiag-agent-progress").setDaemon(true).build());
     } else {
       this.poller = null;
     }
@@ -185,11 +183,8 @@ public final class NodeAgent implements AutoCloseable {
     for (Path logFile : settings.logFiles()) {
       logs.add(new LogFollower(logFile, this::onWatchdogLine));
     }
-    this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "frdiag-agent");
-      t.setDaemon(true);
-      return t;
-    });
+    this.executor = Executors.newSingleThreadScheduledExecutor(
+        new ThreadFactoryBuilder().setNameFormat("frdiag-agent").setDaemon(true).build());
     // Streams and pending requests are looked after at the batch delay; files only every poll interval.
     long period = Math.min(settings.pollInterval().toNanos(), settings.stream().maxBatchDelay().toNanos());
     executor.scheduleWithFixedDelay(this::tick, 0, period, TimeUnit.NANOSECONDS);

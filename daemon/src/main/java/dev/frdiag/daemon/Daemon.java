@@ -1,5 +1,6 @@
 package dev.frdiag.daemon;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.daemon.access.Access;
@@ -424,10 +425,6 @@ public final class Daemon implements AutoCloseable {
   }
 
   private static java.util.concurrent.ThreadFactory daemonThreads(String name) {
-    return r -> {
-      Thread t = new Thread(r, name);
-      t.setDaemon(true);
-      return t;
-    };
+    return new ThreadFactoryBuilder().setNameFormat(name).setDaemon(true).build();
   }
 }

@@ -1,5 +1,6 @@
 package dev.frdiag.demo;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import dev.frdiag.agent.relay.InProcessRelay;
 import dev.frdiag.testing.sim.Topology;
 import io.grpc.Channel;
@@ -15,11 +16,8 @@ import java.util.concurrent.ScheduledExecutorService;
 final class SimulatedRelays implements AutoCloseable {
   private final Topology topology;
   private final List<InProcessRelay> relays = new ArrayList<>();
-  private final ScheduledExecutorService flushes = Executors.newSingleThreadScheduledExecutor(r -> {
-    Thread t = new Thread(r, "fr-sim-relay-flush");
-    t.setDaemon(true);
-    return t;
-  });
+  private final ScheduledExecutorService flushes = Executors.newSingleThreadScheduledExecutor(
+      new ThreadFactoryBuilder().setNameFormat("fr-sim-relay-flush").setDaemon(true).build());
 
   /**
    * @param daemon the daemon's channel, which every relay's node stream shares

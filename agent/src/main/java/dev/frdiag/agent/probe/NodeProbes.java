@@ -1,5 +1,6 @@
 package dev.frdiag.agent.probe;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.NodeLogs;
@@ -56,11 +57,8 @@ public final class NodeProbes implements AutoCloseable {
     this.probes = List.copyOf(probes);
     this.timeout = Objects.requireNonNull(timeout, "timeout");
     this.nanoTime = Objects.requireNonNull(nanoTime, "nanoTime");
-    this.runner = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "frdiag-agent-probes");
-      t.setDaemon(true);
-      return t;
-    });
+    this.runner = Executors.newSingleThreadExecutor(
+        new ThreadFactoryBuilder().setNameFormat("frdiag-agent-probes").setDaemon(true).build());
   }
 
   /** The findings of the last finished run, empty before the first; hosts left empty for the caller to fill. */
@@ -125,11 +123,8 @@ public final class NodeProbes implements AutoCloseable {
     }
     // A reader of its own: a probe whose child keeps the output open after the probe is killed would otherwise
     // block the next probe's read.
-    ExecutorService reader = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "frdiag-agent-probe-output");
-      t.setDaemon(true);
-      return t;
-    });
+    ExecutorService reader = Executors.newSingleThreadExecutor(
+        new ThreadFactoryBuilder().setNameFormat("frdiag-agent-probe-output").setDaemon(true).build());
     try (InputStream in = process.getInputStream()) {
       process.getOutputStream().close();
       Future<byte[]> output = reader.submit(() -> readBounded(in));

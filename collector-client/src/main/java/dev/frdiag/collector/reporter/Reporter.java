@@ -1,5 +1,6 @@
 package dev.frdiag.collector.reporter;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.ring.RecordRing;
@@ -117,11 +118,8 @@ public final class Reporter implements AutoCloseable {
       this.executor = b.executor;
       this.ownsExecutor = false;
     } else {
-      this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "frdiag-reporter-" + identity.getGlobalRank());
-        t.setDaemon(true);
-        return t;
-      });
+      this.executor = Executors.newSingleThreadScheduledExecutor(new ThreadFactoryBuilder()
+          .setNameFormat("frdiag-reporter-" + identity.getGlobalRank()).setDaemon(true).build());
       this.ownsExecutor = true;
     }
     long period = settings.maxBatchDelay().toNanos();

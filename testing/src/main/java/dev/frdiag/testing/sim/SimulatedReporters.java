@@ -1,5 +1,6 @@
 package dev.frdiag.testing.sim;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import dev.frdiag.collector.recorder.FlightRecorder;
 import dev.frdiag.collector.reporter.Reporter;
@@ -11,10 +12,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -44,7 +43,7 @@ final class SimulatedReporters implements AutoCloseable {
   SimulatedReporters(FlightRecorder[] recorders, RankIdentity[] identities, IntFunction<Channel> channels,
       ReporterSettings settings, LongSupplier clock) {
     executor = Executors.newScheduledThreadPool(RankSimulator.REPORTER_THREADS,
-        daemonThreads("frdiag-sim-reporter-"));
+        new ThreadFactoryBuilder().setNameFormat("frdiag-sim-reporter-%d").setDaemon(true).build());
     reporters = new Reporter[recorders.length];
     killed = new boolean[recorders.length];
     try {
@@ -125,14 +124,5 @@ final class SimulatedReporters implements AutoCloseable {
         log.warn("rank {}: closing its reporter failed: {}", r, e.toString());
       }
     }
-  }
-
-  private static ThreadFactory daemonThreads(String prefix) {
-    AtomicInteger count = new AtomicInteger();
-    return r -> {
-      Thread t = new Thread(r, prefix + count.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    };
   }
 }
