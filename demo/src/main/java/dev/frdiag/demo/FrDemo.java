@@ -11,7 +11,6 @@ import dev.frdiag.report.ReportJson;
 import dev.frdiag.report.ReportText;
 import dev.frdiag.testing.incidents.IncidentWatch;
 import dev.frdiag.testing.sim.Fault;
-import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
 import io.grpc.ManagedChannel;
@@ -42,27 +41,8 @@ import picocli.CommandLine;
     exitCodeListHeading = "%nExit codes:%n",
     exitCodeList = {"0:a diagnosis was printed", "2:usage error", "5:no diagnosis within --timeout"})
 public final class FrDemo implements Callable<Integer> {
-
-  @Option(names = "--fault", paramLabel = "KIND", converter = FaultOption.Converter.class, defaultValue = "gpu-stall",
-      description = FaultOption.CHOICES + " (default ${DEFAULT-VALUE}).")
-  FaultOption fault;
-
-  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank; for a fabric fault, the rank whose "
-      + "link fails (default ${DEFAULT-VALUE}).")
-  int rank;
-
-  @Option(names = "--ranks", defaultValue = "16", description = "Simulated ranks (default ${DEFAULT-VALUE}).")
-  int ranks;
-
-  @Option(names = "--ranks-per-host", defaultValue = "8", description = "Ranks per host (default ${DEFAULT-VALUE}).")
-  int ranksPerHost;
-
-  @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
-  long atStep;
-
-  @Option(names = "--delay", defaultValue = "30ms", converter = DurationConverter.class,
-      description = "With --fault slow: how late the rank issues each step (default ${DEFAULT-VALUE}).")
-  Duration delay;
+  @CommandLine.Mixin
+  SimulatedJob simulated;
 
   @Option(names = "--stall-timeout", converter = DurationConverter.class,
       description = "No progress for this long opens an incident (default 2s, longer for over 1,024 ranks, "
@@ -106,21 +86,21 @@ public final class FrDemo implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
+    int ranks = simulated.ranks;
     if (stallTimeout == null) {
       stallTimeout = Duration.ofSeconds(Math.max(2, ranks / 512));
     }
-    if (fault == FaultOption.NONE) {
+    if (simulated.fault == FaultOption.NONE) {
       throw new IllegalArgumentException("fr-demo needs a fault to diagnose; run a healthy job against a daemon "
           + "with fr-sim --fault none");
     }
-    Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
-    topology.checkRank(rank);
-    Fault injected = fault.at(rank, atStep, delay);
+    Topology topology = simulated.topology();
+    Fault injected = simulated.injected();
     boolean tempDir = dataDir == null;
     Path dir = tempDir ? Files.createTempDirectory("frdiag-demo-") : dataDir;
     String job = "demo";
     long began = System.nanoTime();
-    int ring = SimulatedJob.ringCapacity(ranks);
+    int ring = simulated.ringCapacity();
     DaemonSettings settings = DaemonSettings.builder().port(0).bindAddress("127.0.0.1").dataDir(dir)
         // Thousands of simulated ranks share 2 cores with the daemon: heartbeats can lag by seconds.
         .stallTimeout(stallTimeout).heartbeatTimeout(Duration.ofSeconds(Math.max(10, ranks / 64)))
@@ -137,11 +117,10 @@ public final class FrDemo implements Callable<Integer> {
         err.printf("[demo] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d), stall timeout %s%n", ranks,
             topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
             human(stallTimeout));
-        err.printf("[demo] injecting %s%s at step %d%s%n", fault.spelling,
-            fault.kind == FaultKind.FABRIC ? " on the link of rank " + rank : " on rank " + rank, atStep,
-            fault == FaultOption.SLOW ? " (" + delay.toMillis() + " ms late every step)" : "");
+        err.printf("[demo] injecting %s%s%n", simulated.injection(), simulated.fault == FaultOption.SLOW
+            ? " (" + simulated.delay.toMillis() + " ms late every step)" : "");
         err.flush();
-        try (RankSimulator sim = SimulatedJob.builder(topology, injected, job).channel(channel).build()) {
+        try (RankSimulator sim = simulated.builder(topology, injected, job).channel(channel).build()) {
           long connecting = System.nanoTime();
           if (!sim.awaitConnected(timeout)) {
             err.printf("fr-demo: not every simulated rank could connect to the daemon within %s%n", human(timeout));
@@ -158,7 +137,7 @@ public final class FrDemo implements Callable<Integer> {
           }
           Report report = ReportJson.read(envelope.getReportJson());
           err.printf("[demo] %s after step %d; report %s written %.1f s after start (stored in %s)%n%n",
-              fault == FaultOption.SLOW ? "straggler" : "stall", sim.stepsCompleted(), report.reportId(),
+              simulated.fault == FaultOption.SLOW ? "straggler" : "stall", sim.stepsCompleted(), report.reportId(),
               (System.nanoTime() - began) / 1e9,
               daemon.store().pathOf(report));
           err.flush();

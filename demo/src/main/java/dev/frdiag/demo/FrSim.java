@@ -7,7 +7,6 @@ import dev.frdiag.command.CommandRunner;
 import dev.frdiag.command.DurationConverter;
 import dev.frdiag.proto.Contract;
 import dev.frdiag.proto.MessageLimits;
-import dev.frdiag.testing.sim.FaultKind;
 import dev.frdiag.testing.sim.RankSimulator;
 import dev.frdiag.testing.sim.Topology;
 import io.grpc.ManagedChannel;
@@ -38,26 +37,8 @@ public final class FrSim implements Callable<Integer> {
   @Option(names = "--job", defaultValue = "sim", description = "Job id the ranks report as (default ${DEFAULT-VALUE}).")
   String job;
 
-  @Option(names = "--ranks", defaultValue = "16", description = "Simulated ranks (default ${DEFAULT-VALUE}).")
-  int ranks;
-
-  @Option(names = "--ranks-per-host", defaultValue = "8", description = "Ranks per host (default ${DEFAULT-VALUE}).")
-  int ranksPerHost;
-
-  @Option(names = "--fault", paramLabel = "KIND", converter = FaultOption.Converter.class, defaultValue = "gpu-stall",
-      description = FaultOption.CHOICES + " (default ${DEFAULT-VALUE}).")
-  FaultOption fault;
-
-  @Option(names = "--rank", defaultValue = "5", description = "The faulty rank; for a fabric fault, the rank whose "
-      + "link fails (default ${DEFAULT-VALUE}).")
-  int rank;
-
-  @Option(names = "--at-step", defaultValue = "10", description = "Training step the fault hits (default ${DEFAULT-VALUE}).")
-  long atStep;
-
-  @Option(names = "--delay", defaultValue = "30ms", converter = DurationConverter.class,
-      description = "With --fault slow: how late the rank issues each step (default ${DEFAULT-VALUE}).")
-  Duration delay;
+  @CommandLine.Mixin
+  SimulatedJob simulated;
 
   @Option(names = "--step-interval", converter = DurationConverter.class, description = "Time between a rank's "
       + "training steps, such as 1s for a real job's pace (default: 20ms up to 512 ranks; above, as fast as the "
@@ -110,10 +91,9 @@ public final class FrSim implements Callable<Integer> {
     if (duration != null && (duration.isNegative() || duration.isZero())) {
       throw new IllegalArgumentException("--duration must be positive, got " + duration);
     }
-    Topology topology = SimulatedJob.topology(ranks, ranksPerHost);
-    topology.checkRank(rank);
+    Topology topology = simulated.topology();
     ManagedChannel channel = daemon.open(security);
-    RankSimulator.Builder builder = SimulatedJob.builder(topology, fault.at(rank, atStep, delay), job).channel(channel);
+    RankSimulator.Builder builder = simulated.builder(topology, simulated.injected(), job).channel(channel);
     if (stepInterval != null) {
       builder.stepInterval(stepInterval);
     }
@@ -123,7 +103,8 @@ public final class FrSim implements Callable<Integer> {
       builder.rankChannels(relays::channelFor);
     }
     try (relays; RankSimulator sim = builder.build()) {
-      err.printf("[sim] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d) reporting to %s as job %s%s%n", ranks,
+      err.printf("[sim] %d simulated ranks on %d hosts (tp=%d, pp=%d, dp=%d) reporting to %s as job %s%s%n",
+          simulated.ranks,
           topology.hostCount(), topology.tensorParallel(), topology.pipelineStages(), topology.dataParallel(),
           daemon, job, fanIn ? ", one node stream per host" : "");
       err.flush();
@@ -132,9 +113,8 @@ public final class FrSim implements Callable<Integer> {
             connectTimeout.toSeconds() + "s");
         return ExitCode.UNREACHABLE_OR_UNKNOWN;
       }
-      err.printf("[sim] connected; training, %s%n", fault == FaultOption.NONE ? "no fault injected"
-          : "injecting " + fault.spelling + (fault.kind == FaultKind.FABRIC ? " on the link of rank " : " on rank ")
-              + rank + " at step " + atStep);
+      err.printf("[sim] connected; training, %s%n", simulated.fault == FaultOption.NONE ? "no fault injected"
+          : "injecting " + simulated.injection());
       err.flush();
       sim.start();
       long deadline = duration == null ? Long.MAX_VALUE : System.nanoTime() + duration.toNanos();
