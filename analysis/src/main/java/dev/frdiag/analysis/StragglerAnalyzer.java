@@ -1,12 +1,12 @@
 package dev.frdiag.analysis;
 
+import dev.frdiag.analysis.WaitRoots.Stats;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -23,6 +23,10 @@ import java.util.stream.Collectors;
  * after the other members, its waits, and how much of its communication compute hid. A rank is a straggler when
  * its lateness is consistent and beyond the job's normal spread (docs/DIAGNOSIS.md §13). A pure function: no I/O,
  * no clock; thread-safe.
+ *
+ * <p>The clocks are aligned by {@link ClockOffsets}, each collective's figures are {@link Arrivals}, and which ranks
+ * hold the others up is {@link WaitRoots}'s judgement; this class turns them into the diagnosis, its evidence and
+ * the lateness picture.
  */
 public final class StragglerAnalyzer {
   /** Collectives a rank must have joined before it can be named. */
@@ -34,32 +38,10 @@ public final class StragglerAnalyzer {
   static final long MIN_LATE_NS = 5_000_000;
   /** How many times the job's normal spread a straggler's median lateness must reach. */
   static final double SPREAD_FACTOR = 4;
-  /** How many times as many waits as the next rank the last rank named must cause. */
-  static final int DOMINANCE = 3;
-  /** The share of the window's significant waits a straggler must be the root of. */
-  static final double MIN_SHARE = 0.3;
-  /**
-   * The share of its own collectives a straggler must hold the others up at: lateness at a few collectives of
-   * hundreds is a healthy job's jitter, however lopsided (a healthy real gloo job, live on a loaded machine: one rank
-   * the root of 13 of 22 significant waits, at 13 of its 495 collectives), while a straggler holds them up at most
-   * (the slowed real job's rank 2: 357 of 371).
-   */
-  static final double MIN_OWN_SHARE = 0.1;
-  /**
-   * How unlikely it must be that a rank is the root of so many significant waits by chance (each wait falling on
-   * any rank alike): a healthy job's occasional spikes spread over its ranks.
-   */
-  static final double CHANCE = 1e-3;
   /** Below this many collectives joined, "no straggler" is less sure. */
   static final int FEW_COLLECTIVES = 20;
   /** Below this many waits it caused, a straggler's naming is less sure. */
   static final int FEW_WAITS = 10;
-  /** Clock offsets shown in the evidence from this size on. */
-  static final long OFFSET_SHOWN_NS = 1_000_000;
-  /** Collectives with an end on every member needed to align a rank's clock. */
-  static final int MIN_ALIGNING = 3;
-  /** A rank's recent collectives looked back on when its lateness may be a wait passed on. */
-  static final int HISTORY = 32;
   /** Buckets of the lateness picture. */
   static final int BUCKETS = 24;
 
@@ -70,144 +52,32 @@ public final class StragglerAnalyzer {
     return new Run(in).diagnosis();
   }
 
-  /** One collective's figures after clock alignment. */
-  private record Arrivals(CollectiveJoin.Joined joined, int[] ranks, long[] arrival, long[] issued, long[] start,
-      long latencyNs, double busGbps, String basis) {
-    long latest() {
-      return Arrays.stream(arrival).max().orElse(0);
-    }
-
-    int lastRank() {
-      int best = 0;
-      for (int i = 1; i < arrival.length; i++) {
-        if (arrival[i] > arrival[best]) {
-          best = i;
-        }
-      }
-      return ranks[best];
-    }
-
-    /** The member's arrival minus the median of the other members'. */
-    long lateness(int i, long[] times) {
-      long[] others = new long[times.length - 1];
-      for (int k = 0, j = 0; k < times.length; k++) {
-        if (k != i) {
-          others[j++] = times[k];
-        }
-      }
-      return times[i] - median(others);
-    }
-  }
-
   private static final class Run {
     private final TimelineEvidence in;
     private final Map<Integer, RankTimeline> byRank = new TreeMap<>();
-    private final Map<Integer, Long> offsets = new HashMap<>();
     private final CollectiveJoin.Result joined;
+    private final ClockOffsets offsets;
     private final List<Arrivals> arrivals = new ArrayList<>();
 
     Run(TimelineEvidence in) {
       this.in = in;
       in.ranks().forEach(r -> byRank.put(r.rank(), r));
       joined = CollectiveJoin.join(in.ranks());
-      alignClocks();
+      offsets = ClockOffsets.align(joined);
       for (CollectiveJoin.Joined j : joined.collectives()) {
-        Arrivals a = arrivals(j);
+        Arrivals a = Arrivals.of(j, offsets, in.deviceStarts());
         if (a != null) {
           arrivals.add(a);
         }
       }
     }
 
-    /**
-     * Each rank's clock offset: the median over collectives of how much later its end is than the members'
-     * median end. A blocking collective ends together on every member (the last arriver releases them all), so
-     * ends disagree only by the clocks; P2P and rooted ops (a broadcast's root may finish first) are left out.
-     */
-    private void alignClocks() {
-      Map<Integer, List<Long>> diffs = new HashMap<>();
-      for (CollectiveJoin.Joined j : joined.collectives()) {
-        String f = CollectiveJoin.family(j.op());
-        boolean blocking = f.equals("allreduce") || f.equals("allgather") || f.equals("reducescatter")
-            || f.equals("alltoall") || f.equals("barrier");
-        if (j.p2p() || !blocking || j.members().stream().anyMatch(m -> m.timing().endNs() == 0)) {
-          continue;
-        }
-        long[] ends = j.members().stream().mapToLong(m -> m.timing().endNs()).toArray();
-        long mid = median(ends);
-        for (CollectiveJoin.Member m : j.members()) {
-          diffs.computeIfAbsent(m.rank(), k -> new ArrayList<>()).add(m.timing().endNs() - mid);
-        }
-      }
-      diffs.forEach((rank, d) -> {
-        if (d.size() >= MIN_ALIGNING) {
-          offsets.put(rank, median(d.stream().mapToLong(Long::longValue).toArray()));
-        }
-      });
-    }
-
-    private long offset(int rank) {
-      return offsets.getOrDefault(rank, 0L);
-    }
-
-    private Arrivals arrivals(CollectiveJoin.Joined j) {
-      int n = j.members().size();
-      boolean allStarts = j.members().stream().allMatch(m -> m.timing().startNs() != 0);
-      boolean allIssued = j.members().stream().allMatch(m -> m.timing().issuedNs() != 0);
-      if (!allStarts && !allIssued) {
-        return null;
-      }
-      int[] ranks = new int[n];
-      long[] arrival = new long[n];
-      long[] issued = allIssued ? new long[n] : null;
-      long[] start = allStarts ? new long[n] : null;
-      long latency = Long.MAX_VALUE;
-      long bytes = 0;
-      for (int i = 0; i < n; i++) {
-        CollectiveJoin.Member m = j.members().get(i);
-        CollectiveTiming t = m.timing();
-        long off = offset(m.rank());
-        ranks[i] = m.rank();
-        arrival[i] = t.arrivalNs(allStarts) - off;
-        if (issued != null) {
-          issued[i] = t.issuedNs() - off;
-        }
-        if (start != null) {
-          start[i] = t.startNs() - off;
-        }
-        if (t.startNs() != 0 && t.endNs() > t.startNs()) {
-          latency = Math.min(latency, t.endNs() - t.startNs());
-        }
-        bytes = Math.max(bytes, t.bytes());
-      }
-      latency = latency == Long.MAX_VALUE ? 0 : latency;
-      int groupSize = j.members().get(0).timing().members().isEmpty() ? n
-          : j.members().get(0).timing().members().size();
-      double busGbps = latency > 0 && bytes > 0
-          ? bytes * CollectiveJoin.busFactor(j.op(), groupSize) / latency : 0;
-      String basis = !allStarts ? "issue" : in.deviceStarts() ? "device start" : "work start";
-      return new Arrivals(j, ranks, arrival, issued, start, latency, busGbps, basis);
-    }
-
     Diagnosis diagnosis() {
       long spread = normalSpread();
       long threshold = Math.max(MIN_LATE_NS, (long) (SPREAD_FACTOR * spread));
-      Map<Integer, Stats> stats = new TreeMap<>();
-      for (Arrivals a : arrivals) {
-        long latest = a.latest();
-        int last = a.lastRank();
-        for (int i = 0; i < a.ranks().length; i++) {
-          Stats s = stats.computeIfAbsent(a.ranks()[i], Stats::new);
-          s.late.add(a.lateness(i, a.arrival()));
-          s.waited += latest - a.arrival()[i];
-          s.times.add(a.arrival()[i]);
-          if (a.ranks()[i] == last) {
-            s.timesLast++;
-          }
-        }
-      }
-      int significant = attribute(stats, threshold);
-      List<Integer> culprits = culprits(stats, significant);
+      Map<Integer, Stats> stats = WaitRoots.stats(arrivals);
+      int significant = WaitRoots.attribute(arrivals, stats, threshold);
+      List<Integer> culprits = WaitRoots.culprits(stats, significant);
       Lateness figures = figures(stats, culprits, threshold, spread);
       List<Evidence> evidence = new ArrayList<>();
       if (arrivals.size() < MIN_COLLECTIVES || stats.size() < 2) {
@@ -224,7 +94,7 @@ public final class StragglerAnalyzer {
         evidence.add(new Evidence(Evidence.Kind.SKEW, List.of(), "No rank arrives late consistently: "
             + skewWords(stats, threshold, spread)));
         evidence.add(joinedLine());
-        clockLine().ifPresent(evidence::add);
+        offsets.line().ifPresent(evidence::add);
         overlapLine(List.of()).ifPresent(evidence::add);
         double confidence = arrivals.size() >= FEW_COLLECTIVES ? 0.9 : 0.6;
         return new Diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), List.of(), null, confidence, evidence,
@@ -241,7 +111,7 @@ public final class StragglerAnalyzer {
       }
       evidence.add(new Evidence(Evidence.Kind.SKEW, List.of(), skewWords(stats, threshold, spread)));
       evidence.add(joinedLine());
-      clockLine().ifPresent(evidence::add);
+      offsets.line().ifPresent(evidence::add);
       overlapLine(culprits).ifPresent(evidence::add);
       List<String> hosts = culprits.stream().map(r -> byRank.get(r).host()).filter(h -> !h.isEmpty()).distinct()
           .sorted().toList();
@@ -270,108 +140,6 @@ public final class StragglerAnalyzer {
       double confidence = confidence(culprits, stats);
       return new Diagnosis(Verdict.SLOW, Symptom.STRAGGLER, culprits, hosts, reference(culprits.get(0)),
           confidence, evidence, details, List.of(), List.of(), headline, recommendation, 0).withLateness(figures);
-    }
-
-    /**
-     * Finds each significant wait's root: a collective whose last arriver came {@code threshold} or more after the
-     * median of the others. A last arriver that had itself waited, in the collectives it reached during the stretch
-     * just before (twice its lateness here), at least half as long as it came late here only passes a wait on: it was
-     * held up upstream (its tensor-parallel peer slept, so it reached its data-parallel group late), and the root is
-     * that of the collective where it waited longest. Fills each rank's caused count, leads and side figures.
-     *
-     * @return how many collectives had a significant wait
-     */
-    private int attribute(Map<Integer, Stats> stats, long threshold) {
-      int[] root = new int[arrivals.size()];
-      Map<Integer, java.util.ArrayDeque<long[]>> history = new HashMap<>();
-      int significant = 0;
-      for (int c = 0; c < arrivals.size(); c++) {
-        Arrivals a = arrivals.get(c);
-        root[c] = -1;
-        int lastIdx = 0;
-        for (int i = 1; i < a.ranks().length; i++) {
-          if (a.arrival()[i] > a.arrival()[lastIdx]) {
-            lastIdx = i;
-          }
-        }
-        int last = a.ranks()[lastIdx];
-        long lead = a.lateness(lastIdx, a.arrival());
-        if (lead >= threshold) {
-          significant++;
-          long since = a.arrival()[lastIdx] - 2 * lead;
-          long waited = 0;
-          long[] longest = null;
-          for (long[] h : history.getOrDefault(last, new java.util.ArrayDeque<>())) {
-            if (h[1] >= since) {
-              waited += h[2];
-              if (longest == null || h[2] > longest[2]) {
-                longest = h;
-              }
-            }
-          }
-          if (longest != null && waited >= lead / 2) {
-            int upstream = (int) longest[0];
-            root[c] = root[upstream] >= 0 ? root[upstream] : arrivals.get(upstream).lastRank();
-            stats.get(last).passedOn++;
-          } else {
-            root[c] = last;
-            Stats s = stats.get(last);
-            s.leads.add(lead);
-            if (a.issued() != null) {
-              s.rootIssueLate.add(a.lateness(lastIdx, a.issued()));
-            }
-            if (a.start() != null) {
-              s.rootStartLate.add(a.lateness(lastIdx, a.start()));
-            }
-          }
-          Stats r = stats.get(root[c]);
-          if (r != null) {
-            r.caused++;
-            long latest = a.latest();
-            for (long t : a.arrival()) {
-              r.causedWaitNs += latest - t;
-            }
-          }
-        }
-        long latest = a.latest();
-        for (int i = 0; i < a.ranks().length; i++) {
-          java.util.ArrayDeque<long[]> h = history.computeIfAbsent(a.ranks()[i], k -> new java.util.ArrayDeque<>());
-          h.addLast(new long[] {c, a.arrival()[i], latest - a.arrival()[i]});
-          if (h.size() > HISTORY) {
-            h.removeFirst();
-          }
-        }
-      }
-      return significant;
-    }
-
-    /**
-     * The stragglers: the ranks that cause the most significant waits, when they stand apart from the rest. By
-     * waits caused, most first: the top k ranks are named for the smallest k at which the k-th caused
-     * {@link #DOMINANCE} times as many as the next (at least one), each of them the root of at least
-     * {@link #MIN_COLLECTIVES}, of {@link #MIN_SHARE} of them, of waits at {@link #MIN_OWN_SHARE} of its own
-     * collectives, and of more than chance would give ({@link #CHANCE}). A healthy job's waits fall on every rank, some more than others (a rank its host or the
-     * agent's polls slow a little): no such gap.
-     */
-    private List<Integer> culprits(Map<Integer, Stats> stats, int significant) {
-      List<Stats> byCaused = new ArrayList<>(stats.values());
-      byCaused.sort(Comparator.comparingInt((Stats s) -> s.caused).reversed().thenComparingInt(s -> s.rank));
-      for (int k = 1; k <= Math.max(1, byCaused.size() / 4) && k <= byCaused.size(); k++) {
-        int next = k < byCaused.size() ? byCaused.get(k).caused : 0;
-        if (byCaused.get(k - 1).caused < DOMINANCE * Math.max(1, next)) {
-          continue;
-        }
-        List<Integer> named = new ArrayList<>();
-        for (Stats s : byCaused.subList(0, k)) {
-          if (s.caused >= MIN_COLLECTIVES && (double) s.caused / significant >= MIN_SHARE
-              && s.caused >= MIN_OWN_SHARE * s.late.size()
-              && binomialTail(s.caused, significant, 1.0 / stats.size()) <= CHANCE) {
-            named.add(s.rank);
-          }
-        }
-        return named.stream().sorted().toList();
-      }
-      return List.of();
     }
 
     /** The median over collectives of four members or more of their arrivals' median absolute deviation. */
@@ -487,19 +255,6 @@ public final class StragglerAnalyzer {
       return new Evidence(Evidence.Kind.JOINED, List.of(), sb.toString());
     }
 
-    private java.util.Optional<Evidence> clockLine() {
-      List<Integer> shown = offsets.entrySet().stream().filter(e -> Math.abs(e.getValue()) >= OFFSET_SHOWN_NS)
-          .map(Map.Entry::getKey).sorted().toList();
-      if (shown.isEmpty()) {
-        return java.util.Optional.empty();
-      }
-      String list = shown.stream().limit(8).map(r -> "rank " + r + " " + (offset(r) > 0 ? "+" : "")
-          + ms(offset(r))).collect(Collectors.joining(", "));
-      return java.util.Optional.of(new Evidence(Evidence.Kind.CLOCK_OFFSET, shown, "Clocks aligned on the "
-          + "collectives' ends (a blocking collective ends together on every member): " + list
-          + (shown.size() > 8 ? " and " + (shown.size() - 8) + " more" : "")));
-    }
-
     private java.util.Optional<Evidence> overlapLine(List<Integer> culprits) {
       List<RankTimeline> known = in.ranks().stream().filter(r -> r.overlap().known()).toList();
       if (known.isEmpty()) {
@@ -591,7 +346,7 @@ public final class StragglerAnalyzer {
         long[] late = s.lateArray();
         Overlap o = r.overlap();
         rows.add(new Lateness.Rank(r.rank(), r.host(), late.length, s.timesLast, median(late),
-            Arrays.stream(late).max().orElse(0), s.waited, offset(r.rank()), o.known() ? o.exposedNs() : -1,
+            Arrays.stream(late).max().orElse(0), s.waited, offsets.of(r.rank()), o.known() ? o.exposedNs() : -1,
             o.known() ? o.hiddenShare() : -1, byBucket, culprits.contains(r.rank())));
       }
       List<Lateness.Collective> worst = arrivals.stream()
@@ -609,55 +364,8 @@ public final class StragglerAnalyzer {
     }
   }
 
-  /** One rank's lateness figures over the window, in collective order. */
-  private static final class Stats {
-    final int rank;
-    final List<Long> late = new ArrayList<>();
-    final List<Long> times = new ArrayList<>();
-    /** Its lateness where it was the root of a significant wait. */
-    final List<Long> leads = new ArrayList<>();
-    final List<Long> rootIssueLate = new ArrayList<>();
-    final List<Long> rootStartLate = new ArrayList<>();
-    long waited;
-    int timesLast;
-    /** Significant waits whose root it is, directly or passed on. */
-    int caused;
-    long causedWaitNs;
-    /** Significant waits where it arrived last only because it had waited for someone upstream. */
-    int passedOn;
-
-    Stats(int rank) {
-      this.rank = rank;
-    }
-
-    long[] lateArray() {
-      return late.stream().mapToLong(Long::longValue).toArray();
-    }
-
-  }
-
   private static long[] toArray(List<Long> values) {
     return values.stream().mapToLong(Long::longValue).toArray();
-  }
-
-  /**
-   * The chance of {@code k} or more successes in {@code n} tries of probability {@code p}: how likely a rank is
-   * to be the root of that many of the significant waits if each fell on a random rank.
-   */
-  static double binomialTail(int k, int n, double p) {
-    double tail = 0;
-    for (int i = k; i <= n; i++) {
-      tail += Math.exp(logChoose(n, i) + i * Math.log(p) + (n - i) * Math.log1p(-p));
-    }
-    return Math.min(1, tail);
-  }
-
-  private static double logChoose(int n, int k) {
-    double r = 0;
-    for (int i = 1; i <= k; i++) {
-      r += Math.log(n - k + i) - Math.log(i);
-    }
-    return r;
   }
 
   /** The median (the lower middle of an even count); 0 of nothing. Leaves its argument as it is. */
