@@ -4,23 +4,21 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import dev.frdiag.readers.kineto.RankEvents.CpuOp;
+import dev.frdiag.readers.kineto.RankEvents.Kernel;
+import dev.frdiag.readers.kineto.RankEvents.Keys;
 import java.io.BufferedInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalInt;
-import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.GZIPInputStream;
@@ -36,11 +34,15 @@ import java.util.zip.GZIPInputStream;
  * on each group's worker threads; {@code nccl:*} annotations. In a file that merges ranks (events carrying
  * {@code args.rank}, or processes named "RANK n"), ids are linked only within one rank, so colliding correlation
  * and External ids of different ranks never mix. Thread-safe: each {@link #read} is independent.
+ *
+ * <p>How a rank's events make its collectives once its file is read is {@link RankEvents}'. What is left here is one
+ * state machine over one token stream, and one class on purpose: the fields of the event being read, reused across
+ * the millions of events a trace holds; the dispatch on each key of an event and of its args; and the few shared
+ * strings ({@code X}, {@code M}, the categories) compared by identity, so that the events skipped make no strings
+ * (docs/PERFORMANCE.md, "Profiler traces"). Every per-event method reads and sets those fields; split across
+ * classes, they would hand them through calls or objects at every event, for no second concept to separate.
  */
 public final class KinetoTraceReader {
-  /** gloo's worker threads per process group (ProcessGroupGloo::Options, threads = 2 by default). */
-  static final int GLOO_THREADS_PER_GROUP = 2;
-
   private static final JsonFactory JSON = JsonFactory.builder().build();
   private static final Pattern RANK_IN_NAME = Pattern.compile("(?i)rank[-_.]?(\\d+)");
   private static final Pattern RANK_PROCESS = Pattern.compile("(?i)\\brank\\s*(\\d+)");
@@ -113,52 +115,7 @@ public final class KinetoTraceReader {
   }
 
   /** A process group's entry in {@code distributedInfo.pg_config}. */
-  private record PgConfig(String name, String desc, String backend, List<Integer> ranks) {}
-
-  /** A communication kernel as it arrived; linked to its CPU op at the end of the file. */
-  private record Kernel(long extId, String name, long startNs, long endNs, Keys keys) {}
-
-  /** The collective keys an event's arguments carry. */
-  private record Keys(String op, TraceGroup group, long seq, long commsId, boolean hasCommsId, String dtype,
-      long elements) {}
-
-  /** A CPU-side operation: a {@code record_param_comms} awaiting its kernels, or an annotation. */
-  private static final class CpuOp {
-    final long tsNs;
-    final long tid;
-    final long durNs;
-    final String name;
-    final Keys keys;
-    long startNs;
-    long endNs;
-    boolean claimed;
-
-    CpuOp(long tsNs, long durNs, long tid, String name, Keys keys) {
-      this.tsNs = tsNs;
-      this.durNs = durNs;
-      this.tid = tid;
-      this.name = name;
-      this.keys = keys;
-    }
-  }
-
-  /** What one rank's events gave so far (relative ns: the base may come last in the file). */
-  private static final class RankEvents {
-    final Map<Long, CpuOp> paramComms = new HashMap<>();
-    final List<CpuOp> paramCommsInOrder = new ArrayList<>();
-    final List<Kernel> commKernels = new ArrayList<>();
-    final Spans compute = new Spans();
-    final Spans communication = new Spans();
-    final List<CpuOp> glooWork = new ArrayList<>();
-    final List<CpuOp> c10dOps = new ArrayList<>();
-    final Set<Long> issuingThreads = new HashSet<>();
-    final List<CpuOp> ncclAnnotations = new ArrayList<>();
-
-    boolean isEmpty() {
-      return paramComms.isEmpty() && commKernels.isEmpty() && glooWork.isEmpty() && ncclAnnotations.isEmpty()
-          && c10dOps.isEmpty();
-    }
-  }
+  record PgConfig(String name, String desc, String backend, List<Integer> ranks) {}
 
   /** One file's reading. */
   private static final class Parse {
@@ -570,107 +527,13 @@ public final class KinetoTraceReader {
     }
 
     private RankTrace rankTrace(int rank, String from, RankEvents r, boolean ownInfo) {
-      List<TraceCollective> collectives = new ArrayList<>();
-      Set<CpuOp> linked = new HashSet<>();
-      for (Kernel k : r.commKernels) {
-        CpuOp op = k.extId() < 0 ? null : r.paramComms.get(k.extId());
-        if (op != null) {
-          op.startNs = op.startNs == 0 ? k.startNs() : Math.min(op.startNs, k.startNs());
-          op.endNs = Math.max(op.endNs, k.endNs());
-          linked.add(op);
-        } else {
-          collectives.add(fromKernel(k));
-        }
-      }
-      for (CpuOp op : r.paramCommsInOrder) {
-        Keys k = op.keys;
-        collectives.add(new TraceCollective(k.group(), k.seq(), k.commsId(), k.hasCommsId(), isP2p(k.op()), k.op(),
-            k.dtype(), k.elements(), op.tsNs, op.startNs, op.endNs, TraceCollective.Found.RECORD_PARAM_COMMS));
-      }
-      if (collectives.isEmpty() && !r.glooWork.isEmpty()) {
-        collectives.addAll(glooCollectives(r, ownInfo));
-      }
-      if (collectives.isEmpty()) {
-        for (CpuOp a : r.ncclAnnotations) {
-          String op = a.name.substring("nccl:".length());
-          collectives.add(new TraceCollective(TraceGroup.UNNAMED, -1, 0, false, isP2p(op), op, "", 0, a.tsNs, 0,
-              0, TraceCollective.Found.ANNOTATION));
-        }
-      }
-      collectives.sort(Comparator.comparingLong(KinetoTraceReader::firstTime));
+      List<TraceCollective> collectives = r.collectives(ownInfo ? pgConfig : List.of(), groups, notes);
       List<TraceCollective> absolute = new ArrayList<>(collectives.size());
       for (TraceCollective c : collectives) {
         absolute.add(c.shifted(baseNs));
       }
       return new RankTrace(rank, from, ownInfo ? worldSize : 0, ownInfo ? backend : "", ownInfo ? host : "",
           absolute, r.compute.toArray(baseNs), r.communication.toArray(baseNs));
-    }
-
-    private TraceCollective fromKernel(Kernel k) {
-      Keys keys = k.keys();
-      if (keys != null && !keys.op().isEmpty()) {
-        return new TraceCollective(keys.group(), keys.seq(), keys.commsId(), keys.hasCommsId(), isP2p(keys.op()),
-            keys.op(), keys.dtype(), keys.elements(), 0, k.startNs(), k.endNs(), TraceCollective.Found.KERNEL);
-      }
-      String op = CommKernels.op(k.name());
-      return new TraceCollective(TraceGroup.UNNAMED, -1, 0, false, CommKernels.isP2p(op), op, "", 0, 0,
-          k.startNs(), k.endNs(), TraceCollective.Found.KERNEL);
-    }
-
-    /**
-     * gloo's collectives: each runs as a {@code gloo:<op>} annotation on a worker thread of its group's pool, and
-     * the trace names no group. Every gloo group starts its pool of {@value #GLOO_THREADS_PER_GROUP} threads when
-     * it is made, in the order of {@code pg_config}, so the threads, in the order the system numbered them, fall
-     * into the groups' pools in that order. When the threads seen are not exactly that many (a pool idle for the
-     * whole trace), which thread serves which group cannot be told and gloo's work is left out.
-     */
-    private List<TraceCollective> glooCollectives(RankEvents r, boolean ownInfo) {
-      List<PgConfig> glooGroups = ownInfo ? pgConfig.stream()
-          .filter(g -> g.backend().isEmpty() || g.backend().contains("gloo")).toList() : List.of();
-      TreeSet<Long> workers = new TreeSet<>();
-      for (CpuOp w : r.glooWork) {
-        if (!r.issuingThreads.contains(w.tid)) {
-          workers.add(w.tid);
-        }
-      }
-      if (glooGroups.isEmpty() || workers.size() != GLOO_THREADS_PER_GROUP * glooGroups.size()) {
-        notes.add("gloo's work runs on " + workers.size() + " worker threads for " + glooGroups.size()
-            + " gloo groups in distributedInfo: which thread serves which group cannot be told, so gloo's "
-            + "collectives are left out");
-        return List.of();
-      }
-      Map<Long, PgConfig> groupOfThread = new HashMap<>();
-      int i = 0;
-      for (long tid : workers) {
-        groupOfThread.put(tid, glooGroups.get(i++ / GLOO_THREADS_PER_GROUP));
-      }
-      Map<String, ArrayDeque<CpuOp>> issued = new HashMap<>();
-      r.c10dOps.sort(Comparator.comparingLong(o -> o.tsNs));
-      for (CpuOp op : r.c10dOps) {
-        issued.computeIfAbsent(family(op.name.substring("c10d::".length())), k -> new ArrayDeque<>()).add(op);
-      }
-      List<CpuOp> work = new ArrayList<>(r.glooWork);
-      work.sort(Comparator.comparingLong(o -> o.tsNs));
-      List<TraceCollective> out = new ArrayList<>();
-      for (CpuOp w : work) {
-        PgConfig g = groupOfThread.get(w.tid);
-        if (g == null) {
-          // gloo's send/recv run on the calling thread and name no peer group: not joined.
-          continue;
-        }
-        String op = w.name.substring("gloo:".length());
-        long issuedAt = 0;
-        // The op that enqueued this work: the oldest of its kind not yet matched, issued before the work began.
-        ArrayDeque<CpuOp> queue = issued.get(family(op));
-        if (queue != null && !queue.isEmpty() && queue.peekFirst().tsNs <= w.tsNs) {
-          issuedAt = queue.pollFirst().tsNs;
-        }
-        TraceGroup group = groups.computeIfAbsent(g.name() + "\u0000" + g.desc() + "\u0000" + g.ranks(),
-            k -> new TraceGroup(g.name(), g.desc(), g.ranks()));
-        out.add(new TraceCollective(group, -1, 0, false, isP2p(op), op, "", 0, issuedAt, w.tsNs, w.tsNs + w.durNs,
-            TraceCollective.Found.GLOO_WORK));
-      }
-      return out;
     }
 
     private long longValue(JsonParser p) throws IOException {
@@ -713,10 +576,6 @@ public final class KinetoTraceReader {
     }
   }
 
-  private static long firstTime(TraceCollective c) {
-    return c.issuedNs() != 0 ? c.issuedNs() : c.startNs();
-  }
-
   /** "[0, 1, 2]" (PyTorch cuts long lists short; the numbers given are kept). */
   static List<Integer> parseRanks(String text) {
     List<Integer> out = new ArrayList<>();
@@ -739,7 +598,7 @@ public final class KinetoTraceReader {
     return s;
   }
 
-  private static boolean isP2p(String op) {
+  static boolean isP2p(String op) {
     String o = family(op);
     return o.equals("send") || o.equals("recv") || o.equals("sendrecv") || o.equals("recvanysource");
   }

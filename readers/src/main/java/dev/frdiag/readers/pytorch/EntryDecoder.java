@@ -28,6 +28,14 @@ import java.util.Objects;
  * Turns the entries of one dump into {@link CollectiveRecord}s, one entry at a time: checks every key and type a
  * record relies on, gives P2P records their peer and every record on a known group its comms id, and notes which
  * pg_id each group name has. Not thread-safe; use one per dump.
+ *
+ * <p>One class on purpose: an entry is decoded in one pass over its keys, and what makes that pass cheap is state
+ * the same pass reads and updates at every entry (the previous entry's key objects by position, the last group,
+ * state and thread names, the records of repeated fields by the ids of the lists they come from). Its per-field
+ * methods are kept within the client compiler's inlining limit (docs/PERFORMANCE.md, 2026-11-27); split across
+ * classes, every entry would reach that state through calls or objects. What is not that state lives beside it:
+ * the entry's keys ({@link EntryKey}), the value checks the dump's readers share ({@link DumpValues}), the group
+ * configuration ({@link PgConfig}) and the stack frames ({@link StackFrames}).
  */
 final class EntryDecoder {
   private static final int KEY_COUNT = EntryKey.COUNT;

@@ -66,6 +66,13 @@ import java.util.List;
  * <p>What a Flight Recorder dump may contain is what {@code torch::jit::Pickler} writes for dicts, lists,
  * tuples, strings, ints, floats, bools and None (plus the few variants Python's own pickler uses for the same
  * values). Opcodes that import or call anything (GLOBAL, REDUCE, BUILD, …) are refused outright.
+ *
+ * <p>One class on purpose, for it is one state machine: the two stacks, the marks, the memo and the read position,
+ * which every opcode reads and changes. Its per-opcode methods are kept within the client compiler's inlining limit
+ * and the body of its opcode loop is a method of its own ({@code step}, compiled early; docs/PERFORMANCE.md,
+ * 2026-11-27): moved to other classes, they would reach that state through calls or objects at every opcode. What
+ * is not that state lives beside it: the opcodes' table ({@link PickleOpcodes}), entry dicts read straight from
+ * their bytes ({@link EntryBytes}) and lists read whole from repeated bytes ({@link RepeatedLists}).
  */
 final class PickleDecoder {
   // Value kinds on the simulated stack; containers that can change (list, dict) also carry an id.
