@@ -81,15 +81,15 @@ public final class NodeLogs {
       horovod.accept(text, source);
       desync.accept(text, source);
     }
-    List<ContextFinding> findings = new ArrayList<>(ContextFindings.fromXids(xids));
-    findings.addAll(ContextFindings.fromExits(exits.exits()));
-    findings.addAll(ContextFindings.fromRas(ras.finish()));
-    findings.addAll(ContextFindings.fromGpuHealth(smi.finish()));
-    findings.addAll(ContextFindings.fromNcclTests(ncclTests.finish()));
-    findings.addAll(ContextFindings.fromCollectiveErrors(collectiveErrors.finish()));
-    findings.addAll(ContextFindings.fromSteps(steps.finish()));
-    findings.addAll(ContextFindings.fromHorovodStalls(horovod.finish()));
-    findings.addAll(ContextFindings.fromDesync(desync.finish()));
-    return ContextFindings.nodes(jobId, findings);
+    List<ContextFinding> findings = new ArrayList<>(NodeLogFindings.fromXids(xids));
+    findings.addAll(NodeLogFindings.fromExits(exits.exits()));
+    findings.addAll(NodeLogFindings.fromRas(ras.finish()));
+    findings.addAll(NodeLogFindings.fromGpuHealth(smi.finish()));
+    findings.addAll(NodeLogFindings.fromNcclTests(ncclTests.finish()));
+    findings.addAll(NodeLogFindings.fromCollectiveErrors(collectiveErrors.finish()));
+    findings.addAll(NodeLogFindings.fromSteps(steps.finish()));
+    findings.addAll(NodeLogFindings.fromHorovodStalls(horovod.finish()));
+    findings.addAll(NodeLogFindings.fromDesync(desync.finish()));
+    return NodeLogFindings.nodes(jobId, findings);
   }
 }
