@@ -11,7 +11,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -19,7 +18,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -29,7 +27,6 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,23 +42,20 @@ import org.slf4j.LoggerFactory;
  * a report file the index does not know (or knows at another size or time) is read whole, an index line whose file
  * is gone is dropped, and the index is written anew when it was missing, damaged or behind. A report file that
  * cannot be read is logged and skipped, never fatal, and never overwritten.
+ *
+ * <p>What a start finds on disk is {@link StoreScan}'s to tell, the index is kept by {@link IndexKeeper}, and the
+ * reports the disk refused wait in {@link PendingReports}; the store holds the summaries, writes, prunes and reads.
  */
 public final class ReportStore {
   private static final Logger log = LoggerFactory.getLogger(ReportStore.class);
-  // Up to 18 digits, so every number fits a long and the next one still matches.
-  private static final Pattern REPORT_ID = Pattern.compile("(" + Contract.JOB_ID.pattern() + ")-(\\d{6,18})");
   /** Larger files are not reports this daemon wrote. */
   static final long MAX_REPORT_BYTES = 64L * 1024 * 1024;
   /** The file written and removed at start to find out whether the disk takes writes. */
-  private static final String PROBE = ".write-probe";
+  static final String PROBE = ".write-probe";
   /** How {@link #writeDurably} names the file it writes before renaming it. */
-  private static final String TEMPORARY = ".tmp";
+  static final String TEMPORARY = ".tmp";
   /** The summary index beside the job directories; never a job's directory, since it is a file. */
   static final String INDEX = "summaries.jsonl";
-  /** Index lines of removed reports tolerated before the index is written anew (and at least as many as live). */
-  static final int STALE_LINES_BEFORE_COMPACTION = 10_000;
-  /** Reports kept in memory while the disk refuses them; beyond this the oldest is given up. */
-  static final int MAX_PENDING = 1000;
   /** A job's reports oldest first: by number (more digits is a larger number), then by text. */
   private static final Comparator<StoredReport> BY_NUMBER = Comparator.comparingInt(
       (StoredReport r) -> r.reportId().length()).thenComparing(StoredReport::reportId);
@@ -71,9 +65,6 @@ public final class ReportStore {
   public interface FileWriter {
     void write(Path target, String content) throws IOException;
   }
-
-  /** A report that is written but not yet on disk, and who to tell when it is. */
-  private record Pending(Report report, Consumer<Report> onDurable) {}
 
   private final Path root;
   private final Path index;
@@ -90,20 +81,14 @@ public final class ReportStore {
   /** Job → the last report number used. */
   @GuardedBy("lock")
   private final Map<String, Long> counters = new HashMap<>();
-  @GuardedBy("lock")
-  private final ArrayDeque<Pending> pending = new ArrayDeque<>();
-  /** Orders appends to the index and its compaction; taken before {@link #lock}, never inside it. */
-  private final Object indexLock = new Object();
-  /** Lines in the index file whose reports retention removed since it was last written whole. */
-  @GuardedBy("indexLock")
-  private long staleLines;
+  /** Reports the disk refused, until they land. */
+  private final PendingReports pending = new PendingReports();
+  /** Appends to the index and rewrites it; its lock is taken before {@link #lock}, never inside it. */
+  private final IndexKeeper indexKeeper;
   private final AtomicLong writeErrors = new AtomicLong();
   private volatile boolean healthy = true;
   /** What the disk said when it last refused a write; null when it never did. */
   private volatile String refusal;
-  /** Whether an append to the index failed, so that the next one writes it whole. */
-  @GuardedBy("indexLock")
-  private boolean indexBroken;
 
   /**
    * Opens (creating if needed) the store under {@code dataDir} and loads its summaries. Files that are not readable
@@ -127,144 +112,42 @@ public final class ReportStore {
     this.writer = writer;
     this.retention = retention;
     this.clock = clock;
+    this.indexKeeper = new IndexKeeper(index, writer, this::liveLines);
     try {
       Files.createDirectories(root);
-      synchronized (indexLock) {
-        synchronized (lock) {
-          load();
-        }
-      }
+      load();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot open report store at " + root + ": " + e.getMessage(), e);
     }
     probeWritable();
   }
 
-  /** A report file whose summary is not in the index (or not as the file is now): read whole. */
-  private record Unindexed(String job, String reportId, Path file, BasicFileAttributes attributes) {}
-
-  @GuardedBy("lock")
   private void load() throws IOException {
     long t0 = System.nanoTime();
-    SummaryIndex.Contents known = SummaryIndex.read(index);
-    Map<String, SummaryIndex.Line> lines = known.lines();
-    List<Unindexed> unindexed = new ArrayList<>();
-    int fromIndex = 0;
-    try (DirectoryStream<Path> entries = Files.newDirectoryStream(root)) {
-      for (Path entry : entries) {
-        String name = entry.getFileName().toString();
-        if (Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS) && Contract.JOB_ID.matcher(name).matches()) {
-          fromIndex += load(entry, lines, unindexed);
-        } else if (name.startsWith(PROBE)) {
-          removeLeftover(entry, "the write probe of a daemon that stopped while starting");
-        } else if (name.equals(INDEX + TEMPORARY)) {
-          removeLeftover(entry, "a summary index write that never finished (the daemon stopped while writing it)");
-        } else if (!name.equals(INDEX)) {
-          log.warn("ignoring {}: not a job's report directory", entry);
-        }
-      }
+    StoreScan scan = StoreScan.of(root, index);
+    int reports;
+    int jobs;
+    synchronized (lock) {
+      scan.lines().forEach(this::add);
+      counters.putAll(scan.counters());
+      byJob.values().forEach(r -> r.sort(BY_NUMBER));
+      reports = byId.size();
+      jobs = byJob.size();
     }
-    // Reading whole reports is what start-up spends its time on when the index is missing: both cores do it.
-    List<SummaryIndex.Line> read = unindexed.parallelStream().map(ReportStore::readSummary)
-        .filter(java.util.Objects::nonNull).toList();
-    for (SummaryIndex.Line l : read) {
-      add(l);
-    }
-    byJob.values().forEach(reports -> reports.sort(BY_NUMBER));
-    // What is left in the index names files that are gone or changed.
-    boolean behind = known.damaged() > 0 || !lines.isEmpty() || !read.isEmpty() || known.missing() && !byId.isEmpty();
-    if (known.damaged() > 0) {
+    if (scan.damaged() > 0) {
       log.warn("ignoring what is damaged in {} ({} of its lines); those reports were read from their files", index,
-          known.damaged());
+          scan.damaged());
     }
-    if (behind) {
-      compact();
+    if (scan.behind() || scan.indexMissing() && reports > 0) {
+      indexKeeper.compact();
     }
     log.info("report store: {} reports of {} jobs in {} ms ({} from {}, {} read whole, {} index lines dropped)",
-        byId.size(), byJob.size(), (System.nanoTime() - t0) / 1_000_000, fromIndex, INDEX, unindexed.size(),
-        lines.size());
-  }
-
-  /** Lists one job's directory; returns how many of its reports the index gave. */
-  @GuardedBy("lock")
-  private int load(Path jobDir, Map<String, SummaryIndex.Line> lines, List<Unindexed> unindexed)
-      throws IOException {
-    String job = jobDir.getFileName().toString();
-    int fromIndex = 0;
-    try (DirectoryStream<Path> files = Files.newDirectoryStream(jobDir)) {
-      for (Path file : files) {
-        String name = file.getFileName().toString();
-        if (name.endsWith(".md")) {
-          // The Markdown rendering of the JSON beside it: written first, removed last, so one without its JSON is
-          // what a stop between the two left. A Markdown file of no report's name is not ours to remove.
-          String id = name.substring(0, name.length() - ".md".length());
-          if (REPORT_ID.matcher(id).matches() && Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)
-              && !Files.exists(jobDir.resolve(id + ".json"), LinkOption.NOFOLLOW_LINKS)) {
-            removeLeftover(file, "the Markdown of a report whose JSON was never written or was already removed");
-          }
-          continue;
-        }
-        if (name.endsWith(TEMPORARY)) {
-          removeLeftover(file, "a report write that never finished (the daemon stopped while writing it)");
-          continue;
-        }
-        if (!name.endsWith(".json")) {
-          log.warn("ignoring {}: not a report file", file);
-          continue;
-        }
-        String id = name.substring(0, name.length() - ".json".length());
-        var m = REPORT_ID.matcher(id);
-        if (!m.matches() || !m.group(1).equals(job)) {
-          log.warn("ignoring {}: not named as a report of job {} (<job>-<6 to 18 digits>.json)", file, job);
-          continue;
-        }
-        // Even an unreadable report keeps its number, so a new report never overwrites it.
-        counters.merge(job, Long.parseLong(m.group(2)), Math::max);
-        BasicFileAttributes attributes;
-        try {
-          attributes = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-        } catch (IOException e) {
-          log.warn("skipping unreadable report file {}: {}", file, e.toString());
-          continue;
-        }
-        // Only plain files: a symlink to /dev/zero or a FIFO must neither hang nor exhaust start-up.
-        if (!attributes.isRegularFile()) {
-          log.warn("skipping {}: not a regular file", file);
-          continue;
-        }
-        SummaryIndex.Line line = lines.remove(id);
-        if (line != null && line.describes(job, id, attributes)) {
-          add(line);
-          fromIndex++;
-        } else {
-          unindexed.add(new Unindexed(job, id, file, attributes));
-        }
-      }
-    }
-    return fromIndex;
-  }
-
-  /** The summary of a report file read whole; null (logged) when it is not a good report of its job and name. */
-  private static SummaryIndex.Line readSummary(Unindexed u) {
-    try {
-      Report r = readReport(u.file(), u.attributes().size());
-      if (!u.job().equals(r.job())) {
-        throw new IllegalArgumentException("it belongs to job " + r.job() + ", not " + u.job());
-      }
-      if (!u.reportId().equals(r.reportId())) {
-        throw new IllegalArgumentException("it is report " + r.reportId() + ", not " + u.reportId());
-      }
-      return SummaryIndex.Line.of(StoredReport.of(r), u.attributes());
-    } catch (IOException | RuntimeException e) {
-      // Whatever is wrong with one file (truncated, garbage, "null", a missing field) must not cost the others.
-      log.warn("skipping unreadable report file {}: {}", u.file(), e.getMessage() == null ? e.toString()
-          : e.getMessage());
-      return null;
-    }
+        reports, jobs, (System.nanoTime() - t0) / 1_000_000, scan.fromIndex(), INDEX, scan.readWhole(),
+        scan.dropped());
   }
 
   /** The whole report in {@code file}, validated. */
-  private static Report readReport(Path file, long size) throws IOException {
+  static Report readReport(Path file, long size) throws IOException {
     if (size > MAX_REPORT_BYTES) {
       throw new IllegalArgumentException(size + " bytes is more than a report's " + MAX_REPORT_BYTES);
     }
@@ -282,26 +165,10 @@ public final class ReportStore {
     byId.put(r.reportId(), line);
   }
 
-  /**
-   * Writes the index anew from the summaries in memory: at start when it was missing, damaged or behind, and when
-   * lines of removed reports outnumber the live ones. A write the disk refuses is logged; the next start reads the
-   * files the index misses.
-   */
-  @GuardedBy("indexLock")
-  private void compact() {
-    List<SummaryIndex.Line> live;
+  /** The summaries as index lines: what a rewrite of the index holds. */
+  private List<SummaryIndex.Line> liveLines() {
     synchronized (lock) {
-      live = new ArrayList<>(byId.values());
-    }
-    try {
-      writer.write(index, SummaryIndex.text(live));
-      staleLines = 0;
-      indexBroken = false;
-    } catch (IOException | RuntimeException e) {
-      // The next append writes it whole again rather than add to a file that misses lines.
-      indexBroken = true;
-      log.warn("cannot write the summary index {}: {}; the next start reads the report files it misses", index,
-          e.getMessage());
+      return new ArrayList<>(byId.values());
     }
   }
 
@@ -316,19 +183,6 @@ public final class ReportStore {
       refusal = e.getMessage();
       log.error("cannot write reports under {}: {}; new reports are kept in memory and written when it can be",
           root, e.getMessage());
-    }
-  }
-
-  /**
-   * Removes a file only this store writes and a stop half-way through leaves behind, saying so; one that cannot be
-   * removed is left, and said too.
-   */
-  private static void removeLeftover(Path file, String what) {
-    try {
-      Files.deleteIfExists(file);
-      log.warn("removed {}: {}", file, what);
-    } catch (IOException e) {
-      log.warn("ignoring {}: {}, and it cannot be removed: {}", file, what, e.getMessage());
     }
   }
 
@@ -360,22 +214,13 @@ public final class ReportStore {
    */
   public void save(Report report, Consumer<Report> onDurable, Consumer<String> onRefused) {
     requireJobId(report.job());
-    boolean waits;
-    synchronized (lock) {
-      // Keep the order: reports wait behind the ones the disk already refused.
-      waits = !pending.isEmpty();
-      if (waits) {
-        enqueue(new Pending(report, onDurable));
-      }
-    }
-    if (waits) {
+    // Keep the order: reports wait behind the ones the disk already refused.
+    if (pending.queueBehindOthers(report, onDurable)) {
       onRefused.accept(refusal);
       return;
     }
     if (!write(report)) {
-      synchronized (lock) {
-        enqueue(new Pending(report, onDurable));
-      }
+      pending.add(report, onDurable);
       onRefused.accept(refusal);
       return;
     }
@@ -383,29 +228,14 @@ public final class ReportStore {
   }
 
 
-  @GuardedBy("lock")
-  private void enqueue(Pending p) {
-    if (pending.size() >= MAX_PENDING) {
-      Pending dropped = pending.removeFirst();
-      log.error("giving up report {} (job {}, verdict {}): {} reports are waiting for the disk already",
-          dropped.report().reportId(), dropped.report().job(), dropped.report().verdict(), MAX_PENDING);
-    }
-    pending.addLast(p);
-  }
-
   /** Writes the reports the disk refused earlier, oldest first, until one fails again. */
   public void retryPending() {
     while (true) {
-      Pending next;
-      synchronized (lock) {
-        next = pending.peekFirst();
-      }
+      PendingReports.Pending next = pending.oldest();
       if (next == null || !write(next.report())) {
         return;
       }
-      synchronized (lock) {
-        pending.remove(next);
-      }
+      pending.written(next);
       log.info("report {} written after the disk refused it earlier", next.report().reportId());
       next.onDurable().accept(next.report());
     }
@@ -455,31 +285,20 @@ public final class ReportStore {
    * index (a stop between the two, an append the disk refused) is only read whole at the next start.
    */
   private void indexed(StoredReport summary, Path file) {
-    synchronized (indexLock) {
-      SummaryIndex.Line line;
-      try {
-        line = SummaryIndex.Line.of(summary, Files.readAttributes(file, BasicFileAttributes.class,
-            LinkOption.NOFOLLOW_LINKS));
-      } catch (IOException e) {
-        // A line no file matches: the next start reads the report whole.
-        line = new SummaryIndex.Line(-1, -1, summary);
-      }
-      synchronized (lock) {
-        add(line);
-      }
-      try {
-        if (indexBroken) {
-          // A refused append may have left part of a line, which the next line would be glued to.
-          compact();
-        } else {
-          SummaryIndex.append(index, line);
-        }
-      } catch (IOException | RuntimeException e) {
-        indexBroken = true;
-        log.warn("cannot add report {} to the summary index {}: {}; the next start reads its file",
-            summary.reportId(), index, e.getMessage());
-      }
+    SummaryIndex.Line line;
+    try {
+      line = SummaryIndex.Line.of(summary, Files.readAttributes(file, BasicFileAttributes.class,
+          LinkOption.NOFOLLOW_LINKS));
+    } catch (IOException e) {
+      // A line no file matches: the next start reads the report whole.
+      line = new SummaryIndex.Line(-1, -1, summary);
     }
+    SummaryIndex.Line added = line;
+    indexKeeper.append(added, () -> {
+      synchronized (lock) {
+        add(added);
+      }
+    });
   }
 
   private static void deleteQuietly(Path file) {
@@ -520,17 +339,11 @@ public final class ReportStore {
         log.warn("cannot remove report {} past its retention: {}", r.reportId(), e.getMessage());
       }
     }
-    synchronized (indexLock) {
-      staleLines += gone.size();
-      int live;
+    indexKeeper.removed(gone.size(), () -> {
       synchronized (lock) {
-        live = byId.size();
+        return byId.size();
       }
-      // Keeps the index file within twice what is stored, however long the daemon runs.
-      if (staleLines > Math.max(STALE_LINES_BEFORE_COMPACTION, live)) {
-        compact();
-      }
-    }
+    });
   }
 
   /** False while the data dir refuses writes (disk full, read-only). */
@@ -540,9 +353,7 @@ public final class ReportStore {
 
   /** Reports written but not yet on disk. */
   public int pendingReports() {
-    synchronized (lock) {
-      return pending.size();
-    }
+    return pending.size();
   }
 
   /** Writes the disk has refused since start. */
