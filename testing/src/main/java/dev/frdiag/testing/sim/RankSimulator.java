@@ -29,6 +29,12 @@ import org.slf4j.LoggerFactory;
  * a run is deterministic for a given clock. Drive it either synchronously with {@link #runSteps} (tests) or in
  * the background with {@link #start} (demos). Accessors are safe from any thread; the recorders' readers may
  * run while the simulation advances.
+ *
+ * <p>One class with its {@link Builder}: what a simulation holds besides its course is elsewhere (the device model
+ * of its ranks in {@code SimulatedJob}, the streams in {@code SimulatedReporters}, the hosts' node agents in
+ * {@code SimulatedNodes}). What is left is one concept, a simulation started, driven, stalled and closed under one
+ * lock, and the Builder is its validated configuration, nested so that {@link #builder()} is the one way to make
+ * one.
  */
 public final class RankSimulator implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(RankSimulator.class);
