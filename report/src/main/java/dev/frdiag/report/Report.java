@@ -27,7 +27,7 @@ import java.util.TreeMap;
  * @param schema always {@value #SCHEMA}
  * @param reportId unique and stable, e.g. "job42-000003"; empty for offline reports
  * @param job the job id
- * @param createdAt when it was made; written as ISO-8601 ({@link Instant#toString()})
+ * @param createdAt when it was made; written as ISO-8601 ({@link #time})
  * @param trigger what started the analysis
  * @param timeline what happened when, oldest first
  * @param scheduler where the job ran as its scheduler and launcher name it ("slurm.job_id", "kubernetes.pod",
@@ -78,19 +78,27 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     groupProgress = groupProgress == null ? List.of() : List.copyOf(groupProgress);
   }
 
+  /** ISO-8601 in UTC with as many fraction digits as the instant needs: 09:26:53.5Z, 09:26:53.589793Z. */
+  private static final DateTimeFormatter TIME = new DateTimeFormatterBuilder().appendInstant(-1).toFormatter();
+
+  /**
+   * {@code instant} as a report writes it, its creation and its timeline alike: ISO-8601 in UTC, with as many
+   * fraction digits as it needs, so that a timeline entry made at the report's creation reads the same.
+   */
+  public static String time(Instant instant) {
+    return TIME.format(instant);
+  }
+
   /** One moment in an incident. */
   public record TimelineEntry(Instant at, String event) {
-    /** ISO-8601 in UTC with as many fraction digits as the instant needs: 09:26:53.5Z, 09:26:53.589793Z. */
-    private static final DateTimeFormatter TIME = new DateTimeFormatterBuilder().appendInstant(-1).toFormatter();
-
     public TimelineEntry {
       Objects.requireNonNull(at, "at");
       Objects.requireNonNull(event, "event");
     }
 
-    /** When it happened, as every format writes it: ISO-8601 in UTC, with as many fraction digits as it needs. */
+    /** When it happened, as every format writes it ({@link Report#time}). */
     public String time() {
-      return TIME.format(at);
+      return Report.time(at);
     }
   }
 

@@ -84,7 +84,7 @@ public final class ReportJson {
       gen.writeEndObject();
     }
     gen.writeEndArray();
-    gen.writeStringField("created_at", r.createdAt().toString());
+    gen.writeStringField("created_at", Report.time(r.createdAt()));
     gen.writeStringField("trigger", r.trigger().wire());
     gen.writeArrayFieldStart("timeline");
     for (Report.TimelineEntry t : r.timeline()) {
