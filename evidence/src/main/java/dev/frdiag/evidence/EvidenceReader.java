@@ -27,22 +27,12 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
-import java.util.concurrent.CompletionService;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorCompletionService;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 
 /**
@@ -55,14 +45,6 @@ import java.util.stream.Stream;
 public final class EvidenceReader {
   /** The job name evidence is read under when none is given. */
   public static final String DEFAULT_JOB = "offline";
-
-  /**
-   * Threads that read dump files: decoding is CPU-bound, and two keep both cores of a small machine busy while
-   * bounding the memory of dumps being read at once.
-   */
-  static final int READ_THREADS = 2;
-  /** How often a wait for the next dump looks whether a reading thread died. */
-  private static final long DIED_CHECK_MILLIS = 200;
 
   private final String job;
   private final int worldSize;
@@ -124,6 +106,7 @@ public final class EvidenceReader {
     private final ReadProgress progress;
     private final DumpReader reader = DumpReader.create();
     private final StackDumpReader stacks = StackDumpReader.create();
+    private final ReadWindow window = new ReadWindow();
     private final OfflineEvidence evidence = new OfflineEvidence().worldSize(worldSize);
     private final List<String> notes = new ArrayList<>();
     private final List<Path> traces = new ArrayList<>();
@@ -159,7 +142,14 @@ public final class EvidenceReader {
       TraceTimelines timelines = new TraceTimelines();
       if (!traces.isEmpty()) {
         try (ReadProgress.Batch batch = progress.batch("traces", traces.size())) {
-          traces(timelines, batch);
+          window.each(traces, EvidenceReader::readTrace, r -> {
+            if (r.problem() != null) {
+              progress.problem(r.problem());
+            } else {
+              timelines.add(r.trace(), r.timelines(), r.device());
+            }
+            batch.step();
+          });
         }
         timelines.problems().forEach(progress::problem);
       }
@@ -187,15 +177,7 @@ public final class EvidenceReader {
         }
         return beside;
       }
-      List<DumpFileResult> failed;
-      try (ReadProgress.Batch batch = progress.batch("dumps", folder.files().size())) {
-        failed = dumps(folder.files(), batch);
-      }
-      dumpFiles += folder.files().size();
-      for (DumpFileResult r : failed) {
-        progress.problem(r.error().getMessage());
-        evidence.unreadable(r.rank(), r.error().problem());
-      }
+      dumps(folder.files());
       // Other files that are not logs were already noted by the folder reader; stack dumps are read, not ignored.
       Set<Path> dumps = new HashSet<>();
       folder.files().forEach(f -> dumps.add(f.path()));
@@ -304,91 +286,26 @@ public final class EvidenceReader {
     }
 
     /**
-     * Reads {@code files} on {@link #READ_THREADS} threads and hands each dump to the evidence as soon as it is
-     * read, on this thread, so a large folder is never held whole: at most a few full dumps are in memory at once.
-     *
-     * @return the files that could not be read, in the listing's order
+     * Reads {@code files} through the read window and hands each dump to the evidence as soon as it is read, on this
+     * thread, so a large folder is never held whole: at most a few full dumps are in memory at once. The files that
+     * could not be read are reported once all are read, in the listing's order.
      */
-    private List<DumpFileResult> dumps(List<DumpFolder.DumpFile> files, ReadProgress.Batch batch)
-        throws InterruptedException {
-      Map<Path, DumpFileResult> failed = new HashMap<>();
-      // A reading thread that dies outside a task (out of memory in the pool's own code) leaves its tasks undone:
-      // what killed it is kept, and thrown here rather than waited on for ever.
-      AtomicReference<Throwable> died = new AtomicReference<>();
-      ExecutorService pool = Executors.newFixedThreadPool(READ_THREADS, r -> {
-        Thread t = new Thread(r, "fr-diagnose-read");
-        t.setDaemon(true);
-        t.setUncaughtExceptionHandler((thread, e) -> died.compareAndSet(null, e));
-        return t;
-      });
-      try {
-        CompletionService<DumpFileResult> done = new ExecutorCompletionService<>(pool);
-        int submitted = 0;
-        for (int taken = 0; taken < files.size(); taken++) {
-          // A bounded window: readers never run further ahead of this thread than a few files.
-          while (submitted < files.size() && submitted - taken < 2 * READ_THREADS) {
-            DumpFolder.DumpFile f = files.get(submitted++);
-            done.submit(() -> read(f));
-          }
-          Future<DumpFileResult> next;
-          while ((next = done.poll(DIED_CHECK_MILLIS, TimeUnit.MILLISECONDS)) == null) {
-            Throwable e = died.get();
-            if (e instanceof Error error) {
-              throw error;
-            }
-            if (e != null) {
-              throw new IllegalStateException("a reading thread failed", e);
-            }
-          }
-          DumpFileResult r = result(next);
+    private void dumps(List<DumpFolder.DumpFile> files) throws InterruptedException {
+      List<DumpFileResult> failed = new ArrayList<>();
+      try (ReadProgress.Batch batch = progress.batch("dumps", files.size())) {
+        window.each(files, this::read, r -> {
           if (r.isOk()) {
             evidence.add(r.dump());
           } else {
-            failed.put(r.file(), r);
+            failed.add(r);
           }
           batch.step();
-        }
-      } finally {
-        pool.shutdownNow();
+        });
       }
-      List<DumpFileResult> inOrder = new ArrayList<>(failed.size());
-      for (DumpFolder.DumpFile f : files) {
-        if (failed.containsKey(f.path())) {
-          inOrder.add(failed.get(f.path()));
-        }
-      }
-      return inOrder;
-    }
-
-    /**
-     * Reads the profiler traces on {@link #READ_THREADS} threads, one pass each, and hands each file's timelines
-     * on as soon as it is read, in the order the files were given.
-     */
-    private void traces(TraceTimelines timelines, ReadProgress.Batch batch) throws InterruptedException {
-      ExecutorService pool = Executors.newFixedThreadPool(READ_THREADS, r -> {
-        Thread t = new Thread(r, "fr-diagnose-trace");
-        t.setDaemon(true);
-        return t;
-      });
-      try {
-        List<Future<TraceRead>> reads = new ArrayList<>();
-        int submitted = 0;
-        for (int taken = 0; taken < traces.size(); taken++) {
-          while (submitted < traces.size() && submitted - taken < 2 * READ_THREADS) {
-            Path f = traces.get(submitted++);
-            reads.add(pool.submit(() -> readTrace(f)));
-          }
-          TraceRead r = result(reads.get(taken));
-          reads.set(taken, null);
-          if (r.problem() != null) {
-            progress.problem(r.problem());
-          } else {
-            timelines.add(r.trace(), r.timelines(), r.device());
-          }
-          batch.step();
-        }
-      } finally {
-        pool.shutdownNow();
+      dumpFiles += files.size();
+      for (DumpFileResult r : failed) {
+        progress.problem(r.error().getMessage());
+        evidence.unreadable(r.rank(), r.error().problem());
       }
     }
 
@@ -432,22 +349,6 @@ public final class EvidenceReader {
     } catch (IOException e) {
       return new TraceRead(null, List.of(), false, e instanceof TraceFormatException ? e.getMessage()
           : "cannot read " + file + ": " + e.getMessage());
-    }
-  }
-
-  private static <T> T result(Future<T> f) throws InterruptedException {
-    try {
-      return f.get();
-    } catch (ExecutionException e) {
-      // The reader turns every problem with a file into a DumpFormatException; what is left is not about a file.
-      Throwable cause = e.getCause();
-      if (cause instanceof RuntimeException re) {
-        throw re;
-      }
-      if (cause instanceof Error error) {
-        throw error;
-      }
-      throw new IllegalStateException(cause);
     }
   }
 
