@@ -9,6 +9,8 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.zip.GZIPInputStream;
 
@@ -39,9 +41,20 @@ enum InputKind {
 
   /** How much of a text file is sniffed: enough for banners and first warnings, cheap for huge logs. */
   static final int SNIFF_BYTES = 256 * 1024;
+  /**
+   * What is read first: a dump, a gzip file or binary content shows in its first bytes, so the rest of
+   * {@link #SNIFF_BYTES} is read for text only.
+   */
+  static final int HEAD_BYTES = 8192;
 
   /** libfabric's log line prefix, {@code libfabric:PID:SECONDS::}. */
   private static final Pattern LIBFABRIC = Pattern.compile("libfabric:\\d+:\\d+::");
+  /**
+   * The keys a Flight Recorder dump's JSON may begin with. A profiler trace begins with its own ({@code
+   * schemaVersion}) and holds a {@code pg_config} only inside its {@code distributedInfo}.
+   */
+  private static final Set<String> DUMP_FIRST_KEYS = Set.of("version", "comm_lib_version", "nccl_version", "pg_config",
+      "pg_status", "entries", "nccl_comm_state");
 
   /**
    * Sniffs {@code file}.
@@ -51,20 +64,19 @@ enum InputKind {
   public static InputKind of(Path file) throws IOException {
     byte[] head;
     try (InputStream in = Files.newInputStream(file)) {
-      head = in.readNBytes(SNIFF_BYTES);
-    }
-    if (head.length == 0) {
-      return UNKNOWN;
-    }
-    if ((head[0] & 0xff) == 0x1f && head.length > 1 && (head[1] & 0xff) == 0x8b) {
-      return gzippedTrace(file) ? PROFILER_TRACE : UNKNOWN;
-    }
-    // Pickle protocol 2+ starts with PROTO (0x80) and the version byte.
-    if ((head[0] & 0xff) == 0x80 && head.length > 1 && head[1] >= 2 && head[1] <= 5) {
-      return PICKLE_DUMP;
-    }
-    if (binary(head)) {
-      return UNKNOWN;
+      head = in.readNBytes(HEAD_BYTES);
+      if (head.length > 1 && (head[0] & 0xff) == 0x1f && (head[1] & 0xff) == 0x8b) {
+        return gzippedTrace(file) ? PROFILER_TRACE : UNKNOWN;
+      }
+      InputKind kind = fromHead(head);
+      if (kind != null) {
+        return kind;
+      }
+      if (head.length == HEAD_BYTES) {
+        byte[] rest = in.readNBytes(SNIFF_BYTES - HEAD_BYTES);
+        head = Arrays.copyOf(head, HEAD_BYTES + rest.length);
+        System.arraycopy(rest, 0, head, HEAD_BYTES, rest.length);
+      }
     }
     String text = new String(head, StandardCharsets.UTF_8);
     String trimmed = text.stripLeading();
@@ -110,6 +122,57 @@ enum InputKind {
       return NCCL_LOG;
     }
     return watchdog ? TRAINING_LOG : kernel ? KERNEL_LOG : UNKNOWN;
+  }
+
+  /**
+   * The kind a file's first {@link #HEAD_BYTES} (not gzip) already show: a dump, or nothing readable; null when more
+   * of its text is needed.
+   */
+  private static InputKind fromHead(byte[] head) {
+    if (head.length == 0) {
+      return UNKNOWN;
+    }
+    // Pickle protocol 2+ starts with PROTO (0x80) and the version byte.
+    if ((head[0] & 0xff) == 0x80 && head.length > 1 && head[1] >= 2 && head[1] <= 5) {
+      return PICKLE_DUMP;
+    }
+    if (binary(head)) {
+      return UNKNOWN;
+    }
+    return jsonDump(head) ? JSON_DUMP : null;
+  }
+
+  /**
+   * Whether {@code head} is a Flight Recorder dump's JSON by its first key, and one of the keys that make a dump among
+   * its first bytes: a dump of many groups need not be read further to be told from a trace.
+   */
+  private static boolean jsonDump(byte[] head) {
+    int i = skipSpace(head, 0);
+    if (i >= head.length || head[i] != '{') {
+      return false;
+    }
+    i = skipSpace(head, i + 1);
+    if (i >= head.length || head[i] != '"') {
+      return false;
+    }
+    int end = i + 1;
+    while (end < head.length && head[end] != '"') {
+      end++;
+    }
+    if (end >= head.length || !DUMP_FIRST_KEYS.contains(new String(head, i + 1, end - i - 1,
+        StandardCharsets.ISO_8859_1))) {
+      return false;
+    }
+    String text = new String(head, StandardCharsets.ISO_8859_1);
+    return text.contains("\"pg_config\"") || text.contains("\"entries\"") || text.contains("\"pg_status\"");
+  }
+
+  private static int skipSpace(byte[] b, int from) {
+    int i = from;
+    while (i < b.length && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) {
+      i++;
+    }
+    return i;
   }
 
   /** Whether the files {@code analyze} reads as logs. */

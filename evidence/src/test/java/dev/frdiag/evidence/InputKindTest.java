@@ -33,6 +33,21 @@ class InputKindTest {
     assertThat(InputKind.JSON_DUMP.isLog()).isFalse();
   }
 
+  @Test
+  void aDumpsJsonIsToldByItsFirstKeyAndATraceByItsOwnWhereverItsPgConfigIs() throws Exception {
+    String groups = "\"0\": {\"name\": \"0\", \"desc\": \"default_pg\", \"ranks\": \"[0, 1]\"}, ".repeat(500);
+    assertThat(kindOf("{\"comm_lib_version\": \"\", \"entries\": [], \"pg_config\": {" + groups + "}}"))
+        .isEqualTo(InputKind.JSON_DUMP);
+    assertThat(kindOf("{\"version\": \"2.10\", \"pg_config\": {" + groups + "}, \"entries\": []}"))
+        .isEqualTo(InputKind.JSON_DUMP);
+    // A trace's distributedInfo holds a pg_config too, long before its events when the job has many groups.
+    assertThat(kindOf("{\"schemaVersion\": 1, \"deviceProperties\": [], \"distributedInfo\": {\"rank\": 0, "
+        + "\"pg_config\": {" + groups + "}}, \"traceEvents\": []}")).isEqualTo(InputKind.PROFILER_TRACE);
+    // Read as a dump, and refused as one with what is wrong with it.
+    assertThat(kindOf("{\"entries\": \"not a list\"}")).isEqualTo(InputKind.JSON_DUMP);
+    assertThat(kindOf("{\"name\": \"a job's settings\"}")).isEqualTo(InputKind.UNKNOWN);
+  }
+
   private InputKind kindOf(String text) throws Exception {
     Path f = Files.createTempFile(dir, "input", ".log");
     Files.writeString(f, text);
