@@ -3,6 +3,7 @@ package dev.frdiag.evidence;
 import dev.frdiag.analysis.JobEvidence;
 import dev.frdiag.analysis.RankTimeline;
 import dev.frdiag.analysis.TimelineEvidence;
+import dev.frdiag.evidence.FolderFiles.Input;
 import dev.frdiag.proto.v1.ContextFinding;
 import dev.frdiag.proto.v1.NodeContext;
 import dev.frdiag.readers.context.ContextFindings;
@@ -24,22 +25,22 @@ import dev.frdiag.readers.pytorch.StackDumpReader;
 import dev.frdiag.readers.pytorch.WatchdogLine;
 import dev.frdiag.readers.pytorch.WatchdogLogReader;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.Set;
 import java.util.stream.Stream;
 
 /**
  * Reads what a job left behind (folders of Flight Recorder dumps, single dump files, NCCL_DEBUG logs, training
  * logs with watchdog lines, kernel logs with Xid lines, launcher output, NCCL RAS reports, the ranks' Python stack
  * dumps, PyTorch profiler traces) into the one
- * {@link JobEvidence} the analysis takes. Each file's kind is told by its content; a file that cannot be read is
+ * {@link JobEvidence} the analysis takes. Each file's kind is told once, by its content, whatever it is called (a
+ * folder's dumps are its files that hold one; their names give only their ranks); a file that cannot be read is
  * reported and the others are still read. Immutable; each {@link #read} is independent.
  */
 public final class EvidenceReader {
@@ -49,11 +50,13 @@ public final class EvidenceReader {
   private final String job;
   private final int worldSize;
   private final Optional<String> dumpPrefix;
+  private final InputKind.Classifier classifier;
 
   private EvidenceReader(Builder b) {
     this.job = b.job;
     this.worldSize = b.worldSize;
     this.dumpPrefix = b.dumpPrefix;
+    this.classifier = b.classifier;
   }
 
   /** A reader with the defaults: job {@value #DEFAULT_JOB}, world size inferred, dump prefix inferred. */
@@ -92,8 +95,9 @@ public final class EvidenceReader {
    *
    * @param progress told of each batch of files as it is read, of each file that could not be used, and last of
    *     each input that gave nothing
-   * @throws UnusableInputException when a path does not exist (a glob: matches nothing), or is a folder whose dumps
-   *     cannot be listed; what was read before it is dropped
+   * @throws UnusableInputException when a path does not exist (a glob: matches nothing), or is a folder that cannot
+   *     be listed, holds nothing this reader knows, or holds dumps named with several prefixes when none was given;
+   *     what was read before it is dropped
    * @throws IOException when a log cannot be read
    */
   public Gathered read(List<Path> paths, ReadProgress progress)
@@ -101,7 +105,10 @@ public final class EvidenceReader {
     return new Reading(Objects.requireNonNull(progress, "progress")).all(paths);
   }
 
-  /** One {@link #read}: what has been gathered so far. */
+  /**
+   * One {@link #read}: what has been gathered so far. Every input's kind is decided once, by its content, before it
+   * is read as that kind.
+   */
   private final class Reading {
     private final ReadProgress progress;
     private final DumpReader reader = DumpReader.create();
@@ -123,17 +130,17 @@ public final class EvidenceReader {
         paths.addAll(Files.exists(input) ? List.of(input) : Globs.expand(input));
       }
       for (Path path : paths) {
-        List<Path> files = new ArrayList<>();
+        List<Input> files;
         if (Files.isDirectory(path)) {
-          files.addAll(folder(path));
+          files = folder(path);
         } else if (!Files.isRegularFile(path)) {
           progress.problem("skipping " + path + ": not a regular file (a pipe, socket or device)");
           continue;
         } else {
-          files.add(path);
+          files = List.of(new Input(path, classifier.of(path)));
         }
         try (ReadProgress.Batch batch = progress.batch("files", files.size())) {
-          for (Path file : files) {
+          for (Input file : files) {
             file(file);
             batch.step();
           }
@@ -162,57 +169,76 @@ public final class EvidenceReader {
     }
 
     /**
-     * Reads the dumps of folder {@code dir}; returns the logs and stack dumps beside them, which are evidence too.
+     * Reads the dumps of folder {@code dir}; returns its other files (profiler traces, stack dumps, logs), which are
+     * evidence too, to be read one by one.
      */
-    private List<Path> folder(Path dir) throws UnusableInputException, IOException, InterruptedException {
-      DumpFolder.Listing folder;
+    private List<Input> folder(Path dir) throws UnusableInputException, InterruptedException {
+      FolderFiles files;
       try {
-        folder = reader.listFolder(dir, dumpPrefix);
+        files = FolderFiles.of(dir, classifier);
+      } catch (IOException | UncheckedIOException e) {
+        throw new UnusableInputException("cannot list the directory: " + e.getMessage() + " (" + dir + ")", e);
+      }
+      DumpFolder.Listing listing;
+      try {
+        listing = reader.listDumps(dir, files.dumps(), files.unknown(), dumpPrefix);
       } catch (DumpFormatException e) {
-        // A folder of the ranks' stack dumps (what their worker servers answered) is evidence beside dumps read
-        // from elsewhere.
-        List<Path> beside = besideDumps(dir, Set.of());
-        if (beside.stream().noneMatch(f -> kind(f) == InputKind.STACK_DUMP || kind(f) == InputKind.PROFILER_TRACE)) {
-          throw new UnusableInputException(e.getMessage(), e);
-        }
-        return beside;
+        throw new UnusableInputException(e.getMessage(), e);
       }
-      dumps(folder.files());
-      // Other files that are not logs were already noted by the folder reader; stack dumps are read, not ignored.
-      Set<Path> dumps = new HashSet<>();
-      folder.files().forEach(f -> dumps.add(f.path()));
-      List<Path> beside = besideDumps(dir, dumps);
-      Set<String> stackDumps = new HashSet<>();
-      beside.stream().filter(f -> kind(f) == InputKind.STACK_DUMP).forEach(f -> stackDumps.add("ignored "
-          + f.getFileName() + ":"));
-      folder.notes().stream().filter(n -> stackDumps.stream().noneMatch(n::startsWith)).forEach(notes::add);
-      return beside;
+      boolean ofDumps = !files.dumps().isEmpty() || !listing.files().isEmpty();
+      if (!ofDumps && files.others().isEmpty()) {
+        boolean folders = files.unknown().stream().anyMatch(Files::isDirectory);
+        throw new UnusableInputException("no Flight Recorder dumps: no file holds a dump, a profiler trace, a stack "
+            + "dump or a log this reader knows" + (folders ? "; the folders in it are not looked into" : "") + " ("
+            + dir + ")");
+      }
+      if (!listing.files().isEmpty()) {
+        dumps(listing.files());
+      }
+      if (ofDumps) {
+        // What the listing left out, said as it is about dumps: files not named as they are, dumps with no rank.
+        notes.addAll(listing.notes());
+      } else {
+        files.unknown().stream().filter(Files::isRegularFile).forEach(f -> notes.add(unknown(f)));
+      }
+      return files.others();
     }
 
-    /** The logs and stack dumps in {@code dir}, other than {@code dumps}, in name order. */
-    private List<Path> besideDumps(Path dir, Set<Path> dumps) throws IOException {
-      List<Path> out = new ArrayList<>();
-      try (Stream<Path> others = Files.list(dir)) {
-        for (Path f : others.filter(f -> !dumps.contains(f) && Files.isRegularFile(f)).sorted().toList()) {
-          InputKind kind = InputKind.of(f);
-          if (kind.isLog() || kind == InputKind.STACK_DUMP || kind == InputKind.PROFILER_TRACE) {
-            out.add(f);
+    /**
+     * Reads {@code files} through the read window and hands each dump to the evidence as soon as it is read, on this
+     * thread, so a large folder is never held whole: at most a few full dumps are in memory at once. The files that
+     * could not be read are reported once all are read, in the listing's order.
+     */
+    private void dumps(List<DumpFolder.DumpFile> files) throws InterruptedException {
+      List<DumpFileResult> failed = new ArrayList<>();
+      try (ReadProgress.Batch batch = progress.batch("dumps", files.size())) {
+        window.each(files, this::read, r -> {
+          if (r.isOk()) {
+            evidence.add(r.dump());
+          } else {
+            failed.add(r);
           }
-        }
+          batch.step();
+        });
       }
-      return out;
+      dumpFiles += files.size();
+      for (DumpFileResult r : failed) {
+        progress.problem(r.error().getMessage());
+        evidence.unreadable(r.rank(), r.error().problem());
+      }
     }
 
-    private static InputKind kind(Path file) {
+    private DumpFileResult read(DumpFolder.DumpFile f) {
       try {
-        return InputKind.of(file);
-      } catch (IOException e) {
-        return InputKind.UNKNOWN;
+        return DumpFileResult.of(reader.read(f.path(), f.rank()));
+      } catch (DumpFormatException e) {
+        return DumpFileResult.of(f.path(), f.rank(), e);
       }
     }
 
-    private void file(Path file) throws IOException {
-      switch (InputKind.of(file)) {
+    private void file(Input input) throws IOException {
+      Path file = input.file();
+      switch (input.kind()) {
         case PICKLE_DUMP, JSON_DUMP -> {
           dumpFiles++;
           try {
@@ -230,8 +256,7 @@ public final class EvidenceReader {
         case STACK_DUMP -> stackDump(file);
         // Read together once every path is listed, several at a time.
         case PROFILER_TRACE -> traces.add(file);
-        case UNKNOWN -> notes.add(file + ": not a Flight Recorder dump, stack dump or log this reader knows; skipped ("
-            + LOOKED_FOR + "; " + found(file) + ")");
+        case UNKNOWN -> notes.add(unknown(file));
       }
     }
 
@@ -284,38 +309,12 @@ public final class EvidenceReader {
         }
       }
     }
+  }
 
-    /**
-     * Reads {@code files} through the read window and hands each dump to the evidence as soon as it is read, on this
-     * thread, so a large folder is never held whole: at most a few full dumps are in memory at once. The files that
-     * could not be read are reported once all are read, in the listing's order.
-     */
-    private void dumps(List<DumpFolder.DumpFile> files) throws InterruptedException {
-      List<DumpFileResult> failed = new ArrayList<>();
-      try (ReadProgress.Batch batch = progress.batch("dumps", files.size())) {
-        window.each(files, this::read, r -> {
-          if (r.isOk()) {
-            evidence.add(r.dump());
-          } else {
-            failed.add(r);
-          }
-          batch.step();
-        });
-      }
-      dumpFiles += files.size();
-      for (DumpFileResult r : failed) {
-        progress.problem(r.error().getMessage());
-        evidence.unreadable(r.rank(), r.error().problem());
-      }
-    }
-
-    private DumpFileResult read(DumpFolder.DumpFile f) {
-      try {
-        return DumpFileResult.of(reader.read(f.path(), f.rank()));
-      } catch (DumpFormatException e) {
-        return DumpFileResult.of(f.path(), f.rank(), e);
-      }
-    }
+  /** The note for a file that holds nothing this reader knows. */
+  private static String unknown(Path file) {
+    return file + ": not a Flight Recorder dump, stack dump or log this reader knows; skipped (" + LOOKED_FOR + "; "
+        + found(file) + ")";
   }
 
   /** What a log is searched for, as a person reading a "nothing found" note needs to hear it. */
@@ -357,6 +356,7 @@ public final class EvidenceReader {
     private String job = DEFAULT_JOB;
     private int worldSize;
     private Optional<String> dumpPrefix = Optional.empty();
+    private InputKind.Classifier classifier = InputKind::of;
 
     private Builder() {}
 
@@ -378,6 +378,12 @@ public final class EvidenceReader {
     /** The dump file name prefix before the rank, for folders holding several; null infers it. */
     public Builder dumpPrefix(String prefix) {
       this.dumpPrefix = Optional.ofNullable(prefix);
+      return this;
+    }
+
+    /** How each input's kind is told; {@link InputKind#of} unless a test watches it. */
+    Builder classifier(InputKind.Classifier classifier) {
+      this.classifier = Objects.requireNonNull(classifier, "classifier");
       return this;
     }
 

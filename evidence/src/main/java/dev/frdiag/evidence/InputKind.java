@@ -56,6 +56,12 @@ enum InputKind {
   private static final Set<String> DUMP_FIRST_KEYS = Set.of("version", "comm_lib_version", "nccl_version", "pg_config",
       "pg_status", "entries", "nccl_comm_state");
 
+  /** Tells a file's kind: {@link #of} itself, or, in tests, a wrapper that counts its calls. */
+  @FunctionalInterface
+  interface Classifier {
+    InputKind of(Path file) throws IOException;
+  }
+
   /**
    * Sniffs {@code file}.
    *
@@ -178,6 +184,11 @@ enum InputKind {
   /** Whether the files {@code analyze} reads as logs. */
   boolean isLog() {
     return this == NCCL_LOG || this == TRAINING_LOG || this == KERNEL_LOG;
+  }
+
+  /** Whether a Flight Recorder dump, in either encoding. */
+  boolean isDump() {
+    return this == PICKLE_DUMP || this == JSON_DUMP;
   }
 
   /** Whether a gzip file's first bytes, uncompressed, are a profiler trace's. */

@@ -46,6 +46,8 @@ class InputKindTest {
     // Read as a dump, and refused as one with what is wrong with it.
     assertThat(kindOf("{\"entries\": \"not a list\"}")).isEqualTo(InputKind.JSON_DUMP);
     assertThat(kindOf("{\"name\": \"a job's settings\"}")).isEqualTo(InputKind.UNKNOWN);
+    assertThat(InputKind.JSON_DUMP.isDump()).isTrue();
+    assertThat(InputKind.PROFILER_TRACE.isDump()).isFalse();
   }
 
   private InputKind kindOf(String text) throws Exception {

@@ -41,7 +41,7 @@ public record DumpFolder(Path dir, String prefix, List<DumpFileResult> files, Li
    * The dump files of a folder, not yet read.
    *
    * @param dir the folder
-   * @param prefix the file name prefix the dumps share
+   * @param prefix the file name prefix the dumps share; empty when there are none
    * @param files the dump files, by rank (then by name when two files claim one rank)
    * @param notes files that were left out and why, duplicate ranks
    */

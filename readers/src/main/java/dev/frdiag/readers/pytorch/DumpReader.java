@@ -7,12 +7,14 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.LinkedHashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -151,13 +153,32 @@ public final class DumpReader {
   }
 
   /**
-   * Reads every dump in a folder, the files {@link #listFolder} chooses.
+   * Reads every dump in a folder: its files that start like a dump (a pickle or a JSON object), as {@link #listDumps}
+   * chooses among them.
    *
    * @return one result per dump file, by rank; a corrupt file is a failed result, not an exception
-   * @throws DumpFormatException as {@link #listFolder} does
+   * @throws DumpFormatException if the folder cannot be listed, holds no dumps named after their rank, or holds
+   *     dumps with different prefixes and none was given
    */
   DumpFolder readFolder(Path dir, Optional<String> prefix) throws DumpFormatException {
-    DumpFolder.Listing listing = listFolder(dir, prefix);
+    Objects.requireNonNull(dir, "dir");
+    if (!Files.isDirectory(dir)) {
+      throw new DumpFormatException(dir, Files.exists(dir) ? "not a directory" : "no such directory");
+    }
+    List<Path> dumps = new ArrayList<>();
+    List<Path> others = new ArrayList<>();
+    try (Stream<Path> s = Files.list(dir)) {
+      for (Path f : s.sorted().toList()) {
+        (Files.isRegularFile(f) && looksLikeDump(f) ? dumps : others).add(f);
+      }
+    } catch (IOException e) {
+      throw new DumpFormatException(dir, "cannot list the directory: " + e.getMessage(), e);
+    }
+    DumpFolder.Listing listing = listDumps(dir, dumps, others, prefix);
+    if (listing.files().isEmpty()) {
+      throw new DumpFormatException(dir, "no Flight Recorder dumps: no file is named <prefix><rank>"
+          + (prefix.isPresent() ? " with prefix '" + listing.prefix() + "'" : ""));
+    }
     List<DumpFileResult> results = new ArrayList<>(listing.files().size());
     for (DumpFolder.DumpFile f : listing.files()) {
       try {
@@ -170,34 +191,39 @@ public final class DumpReader {
   }
 
   /**
-   * The dump files of a folder without reading them, for callers that read the files themselves (several at a
-   * time, or handing each on as soon as it is read). Files whose names do not end in a rank
-   * ({@code fault_injection.log}, {@code NOTICE.md}) are left out with a note, as are files with another prefix
-   * when {@code prefix} is given.
+   * The dumps among the files of folder {@code dir}, each with the rank its name gives ({@code <prefix><rank>}), for
+   * callers that told the files apart by their content and read the dumps themselves (several at a time, handing each
+   * on as soon as it is read). Which files are dumps is the caller's to say, whatever they are called; only the ranks
+   * and the prefix come from the names. A dump whose name ends in no rank is left out with a note, as is one with
+   * another prefix when {@code prefix} is given.
    *
-   * @param prefix the file name prefix of the dumps (a path prefix such as {@code /tmp/nccl_trace_rank_} works
-   *     too); when empty it is inferred, which works when the dumps share one prefix
-   * @throws DumpFormatException if the folder cannot be listed, holds no dumps, or holds files with different
-   *     prefixes and none was given
+   * @param dumps the folder's files that hold a dump
+   * @param unknown the folder's other entries that hold nothing known: a file named as the dumps are (their prefix
+   *     and a rank) is a damaged dump of that rank, listed to be read and reported as one; the others, and entries
+   *     that are no regular file, are left out with a note
+   * @param prefix the file name prefix of the dumps (a path prefix such as {@code /tmp/nccl_trace_rank_} works too);
+   *     when empty it is inferred from the dumps' names, which works when they share one prefix
+   * @return the dumps by rank (then by name when two files claim one rank); none when {@code dumps} holds none named
+   *     after its rank and no damaged one has the given prefix
+   * @throws DumpFormatException if the dumps' names have different prefixes and none was given
    */
-  public DumpFolder.Listing listFolder(Path dir, Optional<String> prefix) throws DumpFormatException {
+  public DumpFolder.Listing listDumps(Path dir, List<Path> dumps, List<Path> unknown, Optional<String> prefix)
+      throws DumpFormatException {
     Objects.requireNonNull(dir, "dir");
     Objects.requireNonNull(prefix, "prefix");
-    if (!Files.isDirectory(dir)) {
-      throw new DumpFormatException(dir, Files.exists(dir) ? "not a directory" : "no such directory");
-    }
-    List<Path> entries;
-    try (Stream<Path> s = Files.list(dir)) {
-      entries = s.sorted().toList();
-    } catch (IOException e) {
-      throw new DumpFormatException(dir, "cannot list the directory: " + e.getMessage(), e);
-    }
+    Set<Path> isDump = new HashSet<>(dumps);
+    List<Path> entries = new ArrayList<>(dumps.size() + unknown.size());
+    entries.addAll(dumps);
+    entries.addAll(unknown);
+    entries.sort(null);
     String wanted = prefix.map(p -> p.substring(p.lastIndexOf('/') + 1)).orElse(null);
     List<String> notes = new ArrayList<>();
     List<Candidate> candidates = new ArrayList<>();
+    List<Candidate> damaged = new ArrayList<>();
     for (Path f : entries) {
       String name = String.valueOf(f.getFileName());
-      if (!Files.isRegularFile(f)) {
+      boolean dump = isDump.contains(f);
+      if (!dump && !Files.isRegularFile(f)) {
         // Directories, and the <prefix><rank>.pipe FIFOs PyTorch may create: opening one would block.
         notes.add("ignored " + name + ": not a regular file");
         continue;
@@ -211,7 +237,7 @@ public final class DumpReader {
         if (rank.isEmpty()) {
           notes.add("ignored " + name + ": no rank after the prefix");
         } else {
-          candidates.add(new Candidate(f, wanted, rank.getAsInt()));
+          (dump ? candidates : damaged).add(new Candidate(f, wanted, rank.getAsInt()));
         }
         continue;
       }
@@ -220,18 +246,22 @@ public final class DumpReader {
         notes.add("ignored " + name + ": not named <prefix><rank>");
         continue;
       }
-      candidates.add(new Candidate(f, m.group(1) == null ? "" : m.group(1), Integer.parseInt(m.group(2))));
+      (dump ? candidates : damaged).add(new Candidate(f, m.group(1) == null ? "" : m.group(1),
+          Integer.parseInt(m.group(2))));
     }
-    String chosen = wanted;
-    if (chosen == null) {
-      chosen = choosePrefix(dir, candidates, notes);
-      String only = chosen;
-      candidates.removeIf(c -> !c.prefix().equals(only));
+    String chosen = wanted != null ? wanted : choosePrefix(dir, candidates);
+    // Files that hold nothing known but are named as the dumps are: dumps cut short, emptied or overwritten.
+    Map<String, List<Candidate>> others = new TreeMap<>();
+    for (Candidate c : damaged) {
+      if (c.prefix().equals(chosen)) {
+        candidates.add(c);
+      } else {
+        others.computeIfAbsent(c.prefix(), p -> new ArrayList<>()).add(c);
+      }
     }
-    if (candidates.isEmpty()) {
-      throw new DumpFormatException(dir, "no Flight Recorder dumps: no file is named <prefix><rank>"
-          + (wanted != null ? " with prefix '" + wanted + "'" : ""));
-    }
+    // Logs or core files that happen to end in digits are not a second family of dumps.
+    others.forEach((p, files) -> notes.add("ignored " + files.size() + " file(s) named '" + p
+        + "<n>': they do not start like a pickle or a JSON object"));
     candidates.sort(Comparator.comparingInt(Candidate::rank).thenComparing(c -> c.file().getFileName()));
     for (int i = 1; i < candidates.size(); i++) {
       Candidate a = candidates.get(i - 1);
@@ -245,7 +275,7 @@ public final class DumpReader {
     for (Candidate c : candidates) {
       files.add(new DumpFolder.DumpFile(c.file(), c.rank()));
     }
-    return new DumpFolder.Listing(dir, chosen, files, notes);
+    return new DumpFolder.Listing(dir, chosen == null ? "" : chosen, files, notes);
   }
 
   /**
@@ -277,29 +307,16 @@ public final class DumpReader {
 
   private record Candidate(Path file, String prefix, int rank) {}
 
-  /** The one prefix the candidates share; other families that do not look like dumps are left out. */
-  private static String choosePrefix(Path dir, List<Candidate> candidates, List<String> notes)
-      throws DumpFormatException {
-    Map<String, List<Candidate>> families = new LinkedHashMap<>();
-    candidates.stream().sorted(Comparator.comparing(Candidate::prefix))
-        .forEach(c -> families.computeIfAbsent(c.prefix(), p -> new ArrayList<>()).add(c));
+  /**
+   * The one prefix the dumps' names share; null when there are no dumps.
+   *
+   * @throws DumpFormatException when they have several
+   */
+  private static String choosePrefix(Path dir, List<Candidate> dumps) throws DumpFormatException {
+    Map<String, List<Candidate>> families = new TreeMap<>();
+    dumps.forEach(c -> families.computeIfAbsent(c.prefix(), p -> new ArrayList<>()).add(c));
     if (families.size() <= 1) {
-      return families.isEmpty() ? "" : families.keySet().iterator().next();
-    }
-    // Logs or core files that happen to end in digits are not a second family of dumps.
-    families.entrySet().removeIf(f -> {
-      if (f.getValue().stream().anyMatch(c -> looksLikeDump(c.file()))) {
-        return false;
-      }
-      notes.add("ignored " + f.getValue().size() + " file(s) named '" + f.getKey()
-          + "<n>': they do not start like a pickle or a JSON object");
-      return true;
-    });
-    if (families.size() == 1) {
-      return families.keySet().iterator().next();
-    }
-    if (families.isEmpty()) {
-      return "";
+      return families.isEmpty() ? null : families.keySet().iterator().next();
     }
     StringBuilder found = new StringBuilder();
     String common = null;
