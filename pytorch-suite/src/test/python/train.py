@@ -23,7 +23,8 @@ Fault switch:
 
 Profiling: PROFILE_STEPS > 0 runs torch.profiler (CPU activities; schedule wait 1, warmup 1, active PROFILE_STEPS)
 over the first steps and writes each rank's trace as <job dir>/traces/rank<r>.<ms>.pt.trace.json, as
-tensorboard_trace_handler names it.
+tensorboard_trace_handler names it; with TRACE_EXPORT=chrome as <job dir>/traces/rank<r>.json, as a user's own
+prof.export_chrome_trace(f"rank{r}.json") names it (torch exports a trace once: one or the other).
 
 Gloo has no debug pipe and never dumps on a timeout, so each rank dumps its own Flight Recorder:
   - from a watcher thread when it has made no step for HANG_SECS,
@@ -60,6 +61,7 @@ STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.05"))
 PG_TIMEOUT_SECS = float(os.environ.get("PG_TIMEOUT_SECS", "900"))
 FAULT_DELAY = float(os.environ.get("FAULT_DELAY_MS", "30")) / 1000
 PROFILE_STEPS = int(os.environ.get("PROFILE_STEPS", "0"))
+TRACE_EXPORT = os.environ.get("TRACE_EXPORT", "tensorboard")
 
 _last_step = time.monotonic()
 # Set while the profiler writes its trace (seconds on a loaded machine): no step then is no hang.
@@ -213,10 +215,16 @@ def main():
     profiler = None
     if PROFILE_STEPS > 0:
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+        traces = os.path.join(JOB_DIR, "traces")
+        if TRACE_EXPORT == "chrome":
+            def on_trace_ready(prof):
+                os.makedirs(traces, exist_ok=True)
+                prof.export_chrome_trace(os.path.join(traces, f"rank{RANK}.json"))
+        else:
+            on_trace_ready = tensorboard_trace_handler(traces, worker_name=f"rank{RANK}")
         profiler = profile(activities=[ProfilerActivity.CPU],
                            schedule=schedule(wait=1, warmup=1, active=PROFILE_STEPS, repeat=1),
-                           on_trace_ready=tensorboard_trace_handler(os.path.join(JOB_DIR, "traces"),
-                                                                    worker_name=f"rank{RANK}"))
+                           on_trace_ready=on_trace_ready)
         _exporting.set()
         profiler.start()
         _last_step = time.monotonic()

@@ -17,11 +17,13 @@ enum Scenario {
   HEALTHY(4, Ending.FINISHES, Map.of("PROFILE_STEPS", "12", "HANG_SECS", TorchrunJob.FINISHING_HANG_SECS),
       "NO_HANG", "NONE", Set.of()),
   /**
-   * Rank 2 sleeps 30 ms before its first collective (tp all_reduce) of every step, the first 12 steps profiled:
-   * the job finishes (its dumps show no hang), and its traces show rank 2 as the straggler.
+   * Rank 2 sleeps 30 ms before its first collective (tp all_reduce) of every step, the first 12 steps profiled and
+   * each rank's trace written by export_chrome_trace as rank&lt;r&gt;.json: the job finishes (its dumps show no hang),
+   * and its traces show rank 2 as the straggler.
    */
   SLOW_RANK2(4, Ending.FINISHES, Map.of("FAULT_KIND", "slow", "FAULT_RANK", "2", "FAULT_DELAY_MS", "30",
-      "PROFILE_STEPS", "12", "HANG_SECS", TorchrunJob.FINISHING_HANG_SECS), "NO_HANG", "NONE", Set.of()),
+      "PROFILE_STEPS", "12", "TRACE_EXPORT", "chrome", "HANG_SECS", TorchrunJob.FINISHING_HANG_SECS), "NO_HANG",
+      "NONE", Set.of()),
   /** Rank 1 sleeps before its step-5 tp all_reduce in '1'=[0,1]: 0 waits in '1', 2 and 3 in their dp groups. */
   STALL_TP_RANK1(4, Ending.HANGS, fault("stall", "1", "tp"), "HANG", "CPU_STALL", Set.of(1)),
   /** Rank 2 sleeps before its step-5 dp all_reduce in '3'=[0,2]: 0 waits in '3' #6, 1 and 3 in world #6. */
