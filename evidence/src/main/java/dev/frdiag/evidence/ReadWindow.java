@@ -1,5 +1,6 @@
 package dev.frdiag.evidence;
 
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Objects;
@@ -61,7 +62,10 @@ final class ReadWindow {
   <T, R> void each(List<T> items, Function<? super T, ? extends R> read, Consumer<? super R> take)
       throws InterruptedException {
     AtomicReference<Throwable> died = new AtomicReference<>();
-    ExecutorService pool = pools.of(threads, new Threads(died));
+    // Daemons, so a read never keeps the process alive; what kills one outside a read (out of memory in the pool's
+    // own code, which leaves its reads undone) is kept for the caller.
+    ExecutorService pool = pools.of(threads, new ThreadFactoryBuilder().setNameFormat("fr-diagnose-read")
+        .setDaemon(true).setUncaughtExceptionHandler((thread, e) -> died.compareAndSet(null, e)).build());
     try {
       Queue<Future<? extends R>> ahead = new ArrayDeque<>();
       int submitted = 0;
@@ -100,26 +104,6 @@ final class ReadWindow {
         }
         throw new IllegalStateException(cause);
       }
-    }
-  }
-
-  /**
-   * The window's threads: daemons, so a read never keeps the process alive, and what kills one outside a read (out
-   * of memory in the pool's own code, which leaves its reads undone) is kept for the caller.
-   */
-  private static final class Threads implements ThreadFactory {
-    private final AtomicReference<Throwable> died;
-
-    Threads(AtomicReference<Throwable> died) {
-      this.died = died;
-    }
-
-    @Override
-    public Thread newThread(Runnable r) {
-      Thread t = new Thread(r, "fr-diagnose-read");
-      t.setDaemon(true);
-      t.setUncaughtExceptionHandler((thread, e) -> died.compareAndSet(null, e));
-      return t;
     }
   }
 }
