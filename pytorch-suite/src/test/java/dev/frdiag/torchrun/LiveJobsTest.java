@@ -174,9 +174,7 @@ class LiveJobsTest {
 
   /** From the stuck op's first issue (the timeline's first divergence) to the report written, as the report says. */
   private static Duration faultToReport(Report r) {
-    String first = r.timeline().get(0).at();
-    String last = r.timeline().get(r.timeline().size() - 1).at();
-    Duration d = Duration.between(java.time.Instant.parse(first), java.time.Instant.parse(last));
+    Duration d = Duration.between(r.timeline().get(0).at(), r.timeline().get(r.timeline().size() - 1).at());
     log.info("real-PyTorch suite: {}: {} {} {} reported {} ms after the first divergence", r.job(), r.verdict(),
         r.symptom(), r.culpritRanks(), d.toMillis());
     return d;
