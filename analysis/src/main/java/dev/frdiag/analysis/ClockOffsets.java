@@ -32,10 +32,8 @@ final class ClockOffsets {
   static ClockOffsets align(CollectiveJoin.Result joined) {
     Map<Integer, List<Long>> diffs = new HashMap<>();
     for (CollectiveJoin.Joined j : joined.collectives()) {
-      String f = CollectiveJoin.family(j.op());
-      boolean blocking = f.equals("allreduce") || f.equals("allgather") || f.equals("reducescatter")
-          || f.equals("alltoall") || f.equals("barrier");
-      if (j.p2p() || !blocking || j.members().stream().anyMatch(m -> m.timing().endNs() == 0)) {
+      if (j.p2p() || !CollectiveJoin.needsEveryMember(j.op())
+          || j.members().stream().anyMatch(m -> m.timing().endNs() == 0)) {
         continue;
       }
       long[] ends = j.members().stream().mapToLong(m -> m.timing().endNs()).toArray();

@@ -201,6 +201,17 @@ final class CollectiveJoin {
   }
 
   /**
+   * Whether an op of this name completes on a member only once every member has joined it (all-reduce, all-gather,
+   * reduce-scatter, all-to-all, barrier): its completion on one member shows that every member reached it. A
+   * broadcast, reduce, gather or scatter may end on its root first, a send before its recv.
+   */
+  static boolean needsEveryMember(String op) {
+    String f = family(op);
+    return f.equals("allreduce") || f.equals("allgather") || f.equals("reducescatter") || f.equals("alltoall")
+        || f.equals("barrier");
+  }
+
+  /**
    * nccl-tests' bus bandwidth factor: what each rank's links carry per byte of the operation, so figures of groups
    * of different sizes compare (all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; else 1).
    */

@@ -20,7 +20,7 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
    * The sorts of fact, each written in reports as its {@linkplain #wire() wire name}: from the ranks' records
    * "rank_lost", "not_issued", "not_started", "completion_lag", "waiting", "all_started_none_completed",
    * "all_issued_none_completed", "no_snapshot", "signature_mismatch", "also_held_up", "cascade", "ran_ahead",
-   * "insufficient", "rank_event", "sequence_mismatch", "unrecorded_ops", "snapshot_age"; from the nodes' NCCL logs and InfiniBand counters
+   * "insufficient", "rank_event", "sequence_mismatch", "unrecorded_ops", "snapshot_age", "earlier_cut"; from the nodes' NCCL logs and InfiniBand counters
    * "gpu_fault", "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged",
    * "quiet_counters"; from kernel logs, launchers and NCCL RAS reports "gpu_xid", "process_died", "launch_lag",
    * "ras_consistent", "peer_path_error"; about the inputs "sources"; from collectives' timings "straggler",
@@ -57,8 +57,10 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
     INSUFFICIENT("insufficient"),
     /** Ops the rings show only as op_id gaps (gloo records no send/recv): a rank blocked in one looks idle. */
     UNRECORDED_OPS("unrecorded_ops"),
-    /** How long the peers had waited, as far as one snapshot can show it. */
+    /** How long the peers had waited, as far as one snapshot can show it, against the group's own rhythm. */
     SNAPSHOT_AGE("snapshot_age"),
+    /** Members whose evidence was taken before a collective completed that their peers show completed. */
+    EARLIER_CUT("earlier_cut"),
     /** Timeouts and errors ranks reported. */
     RANK_EVENT("rank_event"),
     /** A CUDA failure or out-of-memory in a node's logs. */

@@ -19,15 +19,17 @@ public final class HangAnalyzer {
   /** Analyses {@code job}. */
   public static Diagnosis analyze(JobEvidence job) {
     JobIndex index = new JobIndex(job);
-    StuckOperations stuck = StuckOperations.find(index);
-    MemberClassifier.classify(index, stuck);
+    Rhythm rhythm = new Rhythm(index);
+    StuckOperations stuck = StuckOperations.find(index, rhythm);
+    MemberClassifier.classify(index, stuck, rhythm);
     List<SignatureCheck.Mismatch> mismatches = SignatureCheck.check(index, stuck);
     for (SignatureCheck.Mismatch m : mismatches) {
       StuckOp op = stuck.op(m.group(), m.seq(), m.p2p());
       m.evidence().ranks().forEach(rank -> op.suspect(Cause.MISMATCH, rank));
     }
-    List<Evidence> rankEvents = MemberClassifier.rankEvents(index, stuck);
-    Diagnosis fromRecords = new VerdictRules(index, stuck).verdict(mismatches, rankEvents);
+    List<Evidence> jobEvidence = new ArrayList<>(MemberClassifier.rankEvents(index, stuck));
+    jobEvidence.addAll(stuck.earlierCuts());
+    Diagnosis fromRecords = new VerdictRules(index, stuck, rhythm).verdict(mismatches, jobEvidence);
     Diagnosis d = atMostAsSureAsItsSources(ContextRules.apply(fromRecords, job), job);
     return d.withProgress(GroupProgress.of(index, stuck, d.collective(), d.culpritRanks()))
         .withFabric(FabricMap.of(job, d.symptom(), d.culpritRanks(), d.culpritHosts()));

@@ -19,15 +19,17 @@ import java.util.TreeMap;
 final class MemberClassifier {
   private final JobIndex index;
   private final StuckOperations stuck;
+  private final Rhythm rhythm;
 
-  private MemberClassifier(JobIndex index, StuckOperations stuck) {
+  private MemberClassifier(JobIndex index, StuckOperations stuck, Rhythm rhythm) {
     this.index = index;
     this.stuck = stuck;
+    this.rhythm = rhythm;
   }
 
   /** Classifies every stuck operation, including those found on the way because members are blocked in them. */
-  static void classify(JobIndex index, StuckOperations stuck) {
-    MemberClassifier classifier = new MemberClassifier(index, stuck);
+  static void classify(JobIndex index, StuckOperations stuck, Rhythm rhythm) {
+    MemberClassifier classifier = new MemberClassifier(index, stuck, rhythm);
     // Classifying an operation can add the operations its members are blocked in; iterate until none are added.
     Set<StuckOp.Key> classified = new HashSet<>();
     List<StuckOp> pending = List.copyOf(stuck.all());
@@ -92,8 +94,14 @@ final class MemberClassifier {
         // No evidence at all, or only a stale window from a rank that is still connected: blame needs more.
         if (r == null || r.evidence.liveness() != Liveness.ALIVE && r.evidence.liveness() != Liveness.UNKNOWN
             || r.evidence.isEmpty() && index.job.offline()) {
-          n.suspect(Cause.NO_EVIDENCE, rank);
+          n.suspect(silentCause(n), rank);
         }
+        continue;
+      }
+      if (s == MemberState.NOT_ISSUED && !failedOn(n) && observedBeforeTheWait(r, n)) {
+        // Its evidence was taken before its peers began to wait, or too soon after to expect it there: it says
+        // nothing of whether the rank issued the op later (its dump predates the wait).
+        n.observedBefore(rank);
         continue;
       }
       CollectiveRecord blocking = r.oldestIncomplete;
@@ -104,6 +112,17 @@ final class MemberClassifier {
           n.blockedBy(other.label());
           continue;
         }
+      }
+      if (s == MemberState.NOT_ISSUED && failedBefore(r, n)) {
+        // Its program stopped where an earlier collective of its failed (a peer's connection closed): it waited
+        // there until the failure, it did not stall by itself.
+        continue;
+      }
+      if (s == MemberState.NOT_ISSUED && hasDeviceError(r)) {
+        // A CUDA error raises in the rank's program at its next call into the device: the program stopped before
+        // it could issue this collective, and the device is the cause (DIAGNOSIS.md §4, "The first failure").
+        n.suspect(Cause.DEVICE_ERROR, rank);
+        continue;
       }
       if (s == MemberState.NOT_ISSUED) {
         // A main thread inside a torch.distributed call (a send/recv gloo does not record, a barrier, a
@@ -129,13 +148,109 @@ final class MemberClassifier {
       }
     }
     int members = n.states.size();
-    if (!n.isRoot() && n.blockedBy().isEmpty()) {
+    if (!n.isRoot() && n.blockedBy().isEmpty() && waiting.size() == members && membersUnseen(n)) {
+      // A collective does not hang on the members it shows alone: one the evidence cannot show holds it up. Every
+      // rank that left no evidence is a possible member (DIAGNOSIS.md §4, "Members the evidence cannot show").
+      List<Integer> silent = new ArrayList<>();
+      for (int rank = 0; rank < index.job.worldSize(); rank++) {
+        if (index.rank(rank) == null) {
+          silent.add(rank);
+        }
+      }
+      Cause cause = silentCause(n);
+      silent.forEach(rank -> n.suspect(cause, rank));
+      if (silent.isEmpty()) {
+        n.unseenMember();
+      }
+    }
+    if (!n.isRoot() && n.blockedBy().isEmpty() && !n.hasUnseenMember()) {
       if (waiting.size() == members) {
         n.suspectFabric();
       } else if (waiting.size() + n.in(MemberState.ISSUED).size() == members) {
         n.allIssuedNoneStarted();
       }
     }
+  }
+
+  /**
+   * Whether {@code n}'s members as the evidence gives them may leave some out: the group's members were taken from
+   * the records of the ranks that left evidence (gloo writes none in its dumps), or it shows one member alone.
+   */
+  private boolean membersUnseen(StuckOp n) {
+    dev.frdiag.proto.v1.ProcessGroup g = index.groups.get(n.group);
+    return n.states.size() < 2 || g != null && g.getMembersFromRecords();
+  }
+
+  /**
+   * What a member that left no evidence while its peers wait in {@code n} is (DIAGNOSIS.md §4, "Members the evidence
+   * cannot show"): dead where some gloo collective of the job failed (it ends in an error when a peer's connection
+   * closes, and a process that dies has its connections closed); alive and stuck where, with no collective failed,
+   * the peers waited in {@code n} longer than a few of its group's intervals with their connections to it open;
+   * else unknown.
+   */
+  private Cause silentCause(StuckOp n) {
+    for (RankIndex r : index.ranks.values()) {
+      if (r.newest != null && Completion.retiredUnknown(r.newest)
+          && stuck.stateOf(r.rank(), r.groupsByName.getOrDefault(r.newest.getProcessGroup(), n.group),
+              r.newest.getCollectiveSeq(), false) == MemberState.WAITING) {
+        return Cause.NO_EVIDENCE;
+      }
+    }
+    long within = Rhythm.WAIT_RHYTHMS * rhythm.interval(n.group);
+    for (Map.Entry<Integer, MemberState> e : n.states.entrySet()) {
+      RankIndex r = index.rank(e.getKey());
+      if (r == null || r.evidence.observedAtNs() <= 0 || within <= 0) {
+        continue;
+      }
+      for (CollectiveRecord rec : stuck.recordsIn(n, e.getKey())) {
+        if (Completion.inside(rec) && rec.getTimeCreatedNs() > 0
+            && r.evidence.observedAtNs() - rec.getTimeCreatedNs() >= within) {
+          return Cause.WEDGED;
+        }
+      }
+    }
+    return Cause.NO_EVIDENCE;
+  }
+
+  /**
+   * Whether {@code r}'s program stopped at a collective issued before {@code n} that failed (a gloo collective retired
+   * while a member never joined it, and the rank issued nothing after it); {@code n} is then held up by that one.
+   */
+  private boolean failedBefore(RankIndex r, StuckOp n) {
+    CollectiveRecord last = r.newest;
+    if (last == null || last.getIsP2P() || !Completion.retiredUnknown(last) || !isEarlier(r, last, n)) {
+      return false;
+    }
+    GroupKey g = r.groupsByName.get(last.getProcessGroup());
+    if (g == null || stuck.stateOf(r.rank(), g, last.getCollectiveSeq(), false) != MemberState.WAITING) {
+      return false;
+    }
+    StuckOp other = opOf(r, last);
+    if (other == null || other.key.equals(n.key)) {
+      return false;
+    }
+    n.blockedBy(other.label());
+    return true;
+  }
+
+  /**
+   * Whether {@code n} failed on a member (a gloo collective that ended without completing, §4): the failure is
+   * evidence, newer than any dump taken before it, that a member never joined.
+   */
+  private boolean failedOn(StuckOp n) {
+    return !n.p2p && n.owner < 0 && stuck.failed(n.group, n.seq);
+  }
+
+  /**
+   * Whether {@code r}'s evidence was taken before the first member of {@code n} issued it, plus the group's usual
+   * spread of issue times (DIAGNOSIS.md §3, "A consistent cut"); false when either time is unknown.
+   */
+  private boolean observedBeforeTheWait(RankIndex r, StuckOp n) {
+    long observed = r.evidence.observedAtNs();
+    if (observed <= 0 || n.firstCreatedNs == Long.MAX_VALUE || n.firstCreatedNs <= 0) {
+      return false;
+    }
+    return observed < n.firstCreatedNs + rhythm.skew(n.group);
   }
 
   private static boolean sameOp(RankIndex r, CollectiveRecord rec, StuckOp n) {

@@ -23,10 +23,12 @@ final class OneSnapshot {
 
   private final JobIndex index;
   private final StuckOperations stuck;
+  private final Rhythm rhythm;
 
-  OneSnapshot(JobIndex index, StuckOperations stuck) {
+  OneSnapshot(JobIndex index, StuckOperations stuck, Rhythm rhythm) {
     this.index = index;
     this.stuck = stuck;
+    this.rhythm = rhythm;
   }
 
   /** Ops that the members' op_id gaps show and no ring records, on some groups. */
@@ -71,7 +73,7 @@ final class OneSnapshot {
     long newest = index.ranks.values().stream().filter(r -> r.newest != null)
         .mapToLong(r -> r.newest.getTimeCreatedNs()).max().orElse(0);
     long waited = newest - primary.firstCreatedNs;
-    long step = usualStep(primary.group);
+    long step = rhythm.interval(primary.group);
     if (primary.firstCreatedNs == Long.MAX_VALUE || waited < Math.max(SHOWN_WAIT_NS, SHOWN_WAIT_STEPS * step)) {
       evidence.add(new Evidence(Evidence.Kind.SNAPSHOT_AGE, culprits, String.format(Locale.ROOT,
           "The peers issued %s %.1f ms before the newest record of the job%s; a gloo dump holds no time of its "
@@ -118,23 +120,5 @@ final class OneSnapshot {
   private boolean failed(StuckOp op) {
     return op.states.keySet().stream().anyMatch(m -> stuck.recordsIn(op, m).stream()
         .anyMatch(Completion::retiredUnknown));
-  }
-
-  /** The median interval between consecutive collectives of {@code g} on its members, 0 when none. */
-  private long usualStep(GroupKey g) {
-    List<Long> gaps = new ArrayList<>();
-    for (int m : index.members.getOrDefault(g, List.of())) {
-      RankIndex.Track t = index.track(m, g);
-      if (t == null) {
-        continue;
-      }
-      for (int i = 1; i < t.collectives.size(); i++) {
-        long gap = t.collectives.at(i).get(0).getTimeCreatedNs() - t.collectives.at(i - 1).get(0).getTimeCreatedNs();
-        if (gap > 0) {
-          gaps.add(gap);
-        }
-      }
-    }
-    return gaps.isEmpty() ? 0 : gaps.stream().sorted().toList().get(gaps.size() / 2);
   }
 }

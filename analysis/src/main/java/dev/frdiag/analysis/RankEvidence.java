@@ -28,11 +28,14 @@ import java.util.Objects;
  * @param windowCurrentAtNs for a rank that did not answer: when, by its own clock (epoch ns), every record of its ring
  *     was last known to have reached the daemon, so that what its window lacks was lacking then; 0 when never known
  * @param stacks where its Python threads were while it hung (a stack dump); the default instance when none
+ * @param observedAtNs when its evidence was taken, by its host's clock (epoch ns): a dump's write time; 0 when
+ *     unknown. A record the evidence lacks was lacking then, and not necessarily later (DIAGNOSIS.md §3, "A consistent
+ *     cut")
  */
 public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered,
     String missingReason, List<ProcessGroup> groups, List<CollectiveRecord> records,
     List<ProcessGroupProgress> progress, List<RankEvent> events, Map<Integer, Frame> frames, Source source,
-    long windowCurrentAtNs, ThreadStacks stacks) {
+    long windowCurrentAtNs, ThreadStacks stacks, long observedAtNs) {
 
   /** Where a rank's evidence comes from, which bounds how sure a verdict resting on it can be. */
   public enum Source {
@@ -65,6 +68,15 @@ public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, b
         windowCurrentAtNs, ThreadStacks.getDefaultInstance());
   }
 
+  /** Evidence whose time of observation is unknown. */
+  public RankEvidence(int rank, RankIdentity identity, Liveness liveness, boolean answered, String missingReason,
+      List<ProcessGroup> groups, List<CollectiveRecord> records, List<ProcessGroupProgress> progress,
+      List<RankEvent> events, Map<Integer, Frame> frames, Source source, long windowCurrentAtNs,
+      ThreadStacks stacks) {
+    this(rank, identity, liveness, answered, missingReason, groups, records, progress, events, frames, source,
+        windowCurrentAtNs, stacks, 0);
+  }
+
   public RankEvidence {
     if (rank < 0) {
       throw new IllegalArgumentException("rank must not be negative, got " + rank);
@@ -84,7 +96,21 @@ public record RankEvidence(int rank, RankIdentity identity, Liveness liveness, b
   /** This evidence with {@code stacks} as where its Python threads were. */
   public RankEvidence withStacks(ThreadStacks stacks) {
     return new RankEvidence(rank, identity, liveness, answered, missingReason, groups, records, progress, events,
-        frames, source, windowCurrentAtNs, Objects.requireNonNull(stacks, "stacks"));
+        frames, source, windowCurrentAtNs, Objects.requireNonNull(stacks, "stacks"), observedAtNs);
+  }
+
+  /** This evidence with {@code more} events after its own. */
+  public RankEvidence withEvents(List<RankEvent> more) {
+    List<RankEvent> all = new java.util.ArrayList<>(events);
+    all.addAll(more);
+    return new RankEvidence(rank, identity, liveness, answered, missingReason, groups, records, progress, all,
+        frames, source, windowCurrentAtNs, stacks, observedAtNs);
+  }
+
+  /** This evidence as taken at {@code epochNs} ({@link #observedAtNs}). */
+  public RankEvidence withObservedAt(long epochNs) {
+    return new RankEvidence(rank, identity, liveness, answered, missingReason, groups, records, progress, events,
+        frames, source, windowCurrentAtNs, stacks, epochNs);
   }
 
   /** Whether a stack dump of the rank was read: threads, not an error answer. */

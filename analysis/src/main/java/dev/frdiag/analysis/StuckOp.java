@@ -52,7 +52,9 @@ final class StuckOp {
   private final Set<String> blockedBy = new TreeSet<>();
   private final Map<Integer, String> inCall = new TreeMap<>();
   private boolean allIssuedNoneStarted;
+  private boolean unseenMember;
   private final Set<Integer> timedOutInside = new TreeSet<>();
+  private final Set<Integer> observedBefore = new TreeSet<>();
   private final Set<Integer> finishedPast = new TreeSet<>();
 
   StuckOp(Key key, Map<Integer, MemberState> states, CollectiveRecord sample, long firstCreatedNs,
@@ -141,6 +143,28 @@ final class StuckOp {
   /** Members that finished past it while others timed out inside it ({@link #disagree}), sorted. */
   List<Integer> finishedPast() {
     return List.copyOf(finishedPast);
+  }
+
+  /**
+   * Member {@code rank} is shown short of it by evidence taken before its first member issued it: where the rank
+   * stands at it is unknown, not "never issued".
+   */
+  void observedBefore(int rank) {
+    observedBefore.add(rank);
+  }
+
+  /** Members whose evidence predates its first issue ({@link #observedBefore}), sorted. */
+  List<Integer> observedBefore() {
+    return List.copyOf(observedBefore);
+  }
+
+  /** Every member it shows waits in it, and the member holding it up left no evidence the analysis can name. */
+  void unseenMember() {
+    unseenMember = true;
+  }
+
+  boolean hasUnseenMember() {
+    return unseenMember;
   }
 
   void allIssuedNoneStarted() {

@@ -21,20 +21,32 @@ import java.util.TreeMap;
  */
 final class StuckOperations {
   private final JobIndex index;
+  private final Rhythm rhythm;
   /** In the order found; later phases add the operations members are blocked in. */
   private final Map<StuckOp.Key, StuckOp> ops = new LinkedHashMap<>();
+  /**
+   * Members shown short of a collective that another member completed, by group and seq: their evidence was taken
+   * before it completed ("A consistent cut", DIAGNOSIS.md §3). Reported once, not as stuck operations.
+   */
+  private final List<Evidence> earlierCuts = new ArrayList<>();
 
-  private StuckOperations(JobIndex index) {
+  private StuckOperations(JobIndex index, Rhythm rhythm) {
     this.index = index;
+    this.rhythm = rhythm;
   }
 
   /** The first outstanding operations of every group that stalled for the job's stall threshold. */
-  static StuckOperations find(JobIndex index) {
-    StuckOperations found = new StuckOperations(index);
+  static StuckOperations find(JobIndex index, Rhythm rhythm) {
+    StuckOperations found = new StuckOperations(index, rhythm);
     for (GroupKey g : index.groups.keySet()) {
       found.findStuck(g);
     }
     return found;
+  }
+
+  /** The members whose evidence predates a completion their peers show, as evidence lines; at most a few. */
+  List<Evidence> earlierCuts() {
+    return Collections.unmodifiableList(earlierCuts);
   }
 
   /** Every operation found so far, in the order found. */
@@ -127,7 +139,7 @@ final class StuckOperations {
 
   private void findStuck(GroupKey g) {
     JobEvidence job = index.job;
-    long firstCollective = Long.MAX_VALUE;
+    java.util.TreeSet<Long> outstanding = new java.util.TreeSet<>();
     long firstP2p = Long.MAX_VALUE;
     List<long[]> pairOps = new ArrayList<>();
     long lastProgress = 0;
@@ -137,22 +149,33 @@ final class StuckOperations {
         continue;
       }
       lastProgress = Math.max(lastProgress, Math.max(t.lastProgressNs, t.lastCompletionNs));
-      firstCollective = Math.min(firstCollective, firstOutstanding(t.collectives, t.enqueued, t.completed));
-      long mine = firstOutstanding(t.p2p, t.p2pEnqueued, t.p2pCompleted);
+      long mine = firstOutstanding(t.collectives, t.enqueued, t.completed);
+      if (mine != Long.MAX_VALUE) {
+        outstanding.add(mine);
+      }
+      long myP2p = firstOutstanding(t.p2p, t.p2pEnqueued, t.p2pCompleted);
       if (g.size() > 2) {
-        if (mine != Long.MAX_VALUE && t.p2p.contains(mine)) {
-          pairOps.add(new long[] {member, mine});
+        if (myP2p != Long.MAX_VALUE && t.p2p.contains(myP2p)) {
+          pairOps.add(new long[] {member, myP2p});
         }
       } else {
-        firstP2p = Math.min(firstP2p, mine);
+        firstP2p = Math.min(firstP2p, myP2p);
       }
     }
     if (!job.offline() && job.observedAtNs() - lastProgress < job.stallThreshold().toNanos()) {
       return;
     }
-    firstCollective = Math.min(firstCollective, firstFailed(g));
-    if (firstCollective != Long.MAX_VALUE) {
-      keepIfStalled(op(g, firstCollective, false));
+    long failed = firstFailed(g);
+    if (failed != Long.MAX_VALUE) {
+      outstanding.add(failed);
+    }
+    for (long seq : outstanding) {
+      // A collective some member completed is not stuck: the members shown short of it were observed before
+      // (each rank's dump is taken at its own moment). The group's stuck collective, if any, comes after.
+      if (!completedElsewhere(g, seq)) {
+        keepIfStalled(op(g, seq, false));
+        break;
+      }
     }
     if (firstP2p != Long.MAX_VALUE) {
       keepIfStalled(op(g, firstP2p, true));
@@ -163,24 +186,169 @@ final class StuckOperations {
   }
 
   /**
+   * Whether a member completed collective (g, seq), one that ends on a member only once every member joined it, while
+   * each member shown short of it was observed within the group's rhythm of its first issue: evidence taken a moment
+   * before the completion (§3, "A consistent cut"). A member shown short of it long after it was issued, or at an
+   * unknown time, is not explained by the moment of its dump, and neither is a member whose own watchdog timed out
+   * in it (the members disagree on what seq is, §4). Noted in {@link #earlierCuts} for the members shown short of
+   * it.
+   */
+  private boolean completedElsewhere(GroupKey g, long seq) {
+    List<Integer> completed = new ArrayList<>();
+    List<Integer> shortOfIt = new ArrayList<>();
+    String op = null;
+    for (int member : index.members.get(g)) {
+      RankIndex r = index.rank(member);
+      if (r == null) {
+        continue;
+      }
+      List<CollectiveRecord> recs = index.recordsOf(member, g, seq, false);
+      if (!recs.isEmpty()) {
+        op = recs.get(0).getOp();
+      }
+      if (r.evidence.events().stream().anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT
+          && e.getSeq() == seq && e.getProcessGroup().equals(g.name()))) {
+        return false;
+      }
+      if (completedBy(r, recs)) {
+        completed.add(member);
+      } else if (!r.evidence.isEmpty()) {
+        shortOfIt.add(member);
+      }
+    }
+    if (completed.isEmpty() || op == null || !CollectiveJoin.needsEveryMember(op)) {
+      return false;
+    }
+    long firstIssued = Long.MAX_VALUE;
+    for (int member : index.members.get(g)) {
+      for (CollectiveRecord rec : index.recordsOf(member, g, seq, false)) {
+        if (rec.getTimeCreatedNs() > 0) {
+          firstIssued = Math.min(firstIssued, rec.getTimeCreatedNs());
+        }
+      }
+    }
+    long within = Rhythm.WAIT_RHYTHMS * rhythm.interval(g);
+    for (int member : shortOfIt) {
+      long observed = index.rank(member).evidence.observedAtNs();
+      if (observed <= 0 || firstIssued == Long.MAX_VALUE || within <= 0 || observed - firstIssued >= within) {
+        return false;
+      }
+    }
+    if (earlierCuts.size() < MAX_EARLIER_CUTS && !shortOfIt.isEmpty()) {
+      earlierCuts.add(new Evidence(Evidence.Kind.EARLIER_CUT, shortOfIt, Wording.capitalize(Wording.who(shortOfIt))
+          + (shortOfIt.size() == 1 ? " shows " : " show ") + g.name() + "#" + seq + " " + op + " not completed, which "
+          + Wording.who(completed) + " completed: an " + op + " ends on a member only once every member joined it, "
+          + "so " + (shortOfIt.size() == 1 ? "its" : "their") + " evidence was taken before it completed"));
+    }
+    return true;
+  }
+
+  /** Evidence lines about members observed before a completion, at most. */
+  static final int MAX_EARLIER_CUTS = 3;
+
+  /**
+   * Whether {@code recs}, one rank's records of one collective, completed: completed, or (gloo, which records no
+   * completion) retired with a later record of the rank after them: a failed gloo collective raises, and the rank's
+   * program issues nothing after it.
+   */
+  private static boolean completedBy(RankIndex r, List<CollectiveRecord> recs) {
+    if (recs.isEmpty()) {
+      return false;
+    }
+    for (CollectiveRecord rec : recs) {
+      if (!Completion.ended(rec)) {
+        return false;
+      }
+    }
+    CollectiveRecord last = recs.get(recs.size() - 1);
+    return last.getState() == CollectiveState.COMPLETED || wentOnFrom(r, last);
+  }
+
+  /**
    * The lowest collective seq some member holds retired with no completion (gloo) while another member that
    * answered never issued it. A collective completes only once every member has joined it, so that retirement was
    * a failure (a timeout, a peer's lost connection), not a completion: the op is outstanding for the group.
    */
   private long firstFailed(GroupKey g) {
-    return index.members.get(g).stream().map(m -> index.track(m, g)).filter(t -> t != null && t.retiredUnknown)
-        .flatMap(t -> t.collectives.all().stream()).filter(Completion::retiredUnknown)
-        .mapToLong(CollectiveRecord::getCollectiveSeq).sorted().filter(seq -> someoneNeverIssued(g, seq))
-        .findFirst().orElse(Long.MAX_VALUE);
+    long first = Long.MAX_VALUE;
+    for (int member : index.members.get(g)) {
+      RankIndex r = index.rank(member);
+      RankIndex.Track t = r == null ? null : r.tracks.get(g);
+      if (t == null || !t.retiredUnknown) {
+        continue;
+      }
+      for (CollectiveRecord rec : t.collectives.all()) {
+        // A gloo collective that failed raised in the rank's program, which issued nothing after it; one the rank
+        // went on from completed, whoever's evidence is older.
+        if (Completion.retiredUnknown(rec) && rec.getCollectiveSeq() < first && !wentOnFrom(r, rec)
+            && failed(g, rec.getCollectiveSeq())) {
+          first = rec.getCollectiveSeq();
+        }
+      }
+    }
+    return first;
+  }
+
+  /** Whether a member of {@code g} completed collective {@code seq} and issued something after it. */
+  private boolean wentOnFromAnywhere(GroupKey g, long seq) {
+    for (int member : index.members.get(g)) {
+      RankIndex r = index.rank(member);
+      if (r != null && completedBy(r, index.recordsOf(member, g, seq, false))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether {@code r} issued a record after {@code rec}. */
+  private static boolean wentOnFrom(RankIndex r, CollectiveRecord rec) {
+    return r.newest != null && r.newest != rec && RankIndex.isBefore(rec, r.newest);
   }
 
   /** Whether a member of {@code g} answered and never issued collective {@code seq} of it. */
-  private boolean someoneNeverIssued(GroupKey g, long seq) {
+  /**
+   * Whether gloo collective (g, seq), retired on some member with nothing after it, failed rather than completed:
+   * no member went on from it, and a member never issued it. A member observed before its first issue counts only
+   * when a member's wait in it ended, without completing, after longer than a few of the group's intervals: the
+   * collective then ended in an error, not in the moment a dump was taken.
+   */
+  boolean failed(GroupKey g, long seq) {
+    if (wentOnFromAnywhere(g, seq)) {
+      return false;
+    }
+    long within = Rhythm.WAIT_RHYTHMS * rhythm.interval(g);
+    boolean endedAfterLongWait = false;
+    for (int member : index.members.get(g)) {
+      RankIndex r = index.rank(member);
+      List<CollectiveRecord> recs = index.recordsOf(member, g, seq, false);
+      if (r == null || recs.isEmpty() || !recs.stream().allMatch(Completion::retiredUnknown)
+          || wentOnFrom(r, recs.get(recs.size() - 1))) {
+        continue;
+      }
+      long issued = recs.get(0).getTimeCreatedNs();
+      endedAfterLongWait |= within > 0 && issued > 0 && r.evidence.observedAtNs() - issued >= within;
+    }
+    return someoneNeverIssued(g, seq, endedAfterLongWait);
+  }
+
+  private boolean someoneNeverIssued(GroupKey g, long seq, boolean countEarlier) {
+    long firstIssued = Long.MAX_VALUE;
+    for (int member : index.members.get(g)) {
+      for (CollectiveRecord rec : index.recordsOf(member, g, seq, false)) {
+        if (rec.getTimeCreatedNs() > 0) {
+          firstIssued = Math.min(firstIssued, rec.getTimeCreatedNs());
+        }
+      }
+    }
     for (int member : index.members.get(g)) {
       RankIndex r = index.rank(member);
       if (r != null && r.evidence.answered() && !r.evidence.isEmpty()) {
         RankIndex.Track t = r.tracks.get(g);
-        if (t == null || t.enqueued < seq && t.collectives.get(seq) == null) {
+        // Observed before anyone issued it, a member that had not issued it says nothing of it (§3, "A consistent
+        // cut").
+        boolean before = !countEarlier && r.evidence.observedAtNs() > 0 && firstIssued != Long.MAX_VALUE
+            && r.evidence.observedAtNs() < firstIssued;
+        if (!before && (t == null || t.enqueued < seq && t.collectives.get(seq) == null)) {
           return true;
         }
       }
@@ -254,7 +422,7 @@ final class StuckOperations {
           least = own;
         }
       }
-      if (retiredUnknown && !p2p && someoneNeverIssued(g, seq)) {
+      if (retiredUnknown && !p2p && !wentOnFrom(r, recs.get(recs.size() - 1)) && failed(g, seq)) {
         // Retired while a member never joined: it failed, after this rank waited in it (firstFailed).
         return MemberState.WAITING;
       }

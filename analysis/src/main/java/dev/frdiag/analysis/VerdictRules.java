@@ -6,6 +6,7 @@ import static dev.frdiag.analysis.Wording.plural;
 import static dev.frdiag.analysis.Wording.recommendation;
 import static dev.frdiag.analysis.Wording.who;
 
+import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.Symptom;
@@ -13,6 +14,7 @@ import dev.frdiag.proto.v1.Verdict;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -38,6 +40,7 @@ final class VerdictRules {
 
   private final JobIndex index;
   private final StuckOperations stuck;
+  private final Rhythm rhythm;
   private final Wording wording;
   private final OneSnapshot snapshot;
   private final CulpritDetails culpritDetails;
@@ -54,11 +57,12 @@ final class VerdictRules {
   static final String NAMES_THE_GROUP = "the ranks' PG status lines (PyTorch 2.4 and later print the group on "
       + "every watchdog line) or their Flight Recorder dumps";
 
-  VerdictRules(JobIndex index, StuckOperations stuck) {
+  VerdictRules(JobIndex index, StuckOperations stuck, Rhythm rhythm) {
     this.index = index;
     this.stuck = stuck;
+    this.rhythm = rhythm;
     this.wording = new Wording(index);
-    this.snapshot = new OneSnapshot(index, stuck);
+    this.snapshot = new OneSnapshot(index, stuck, rhythm);
     this.culpritDetails = new CulpritDetails(index, stuck);
   }
 
@@ -69,6 +73,10 @@ final class VerdictRules {
    * @param jobEvidence facts about the whole job (rank events), listed after those about operations
    */
   Diagnosis verdict(List<SignatureCheck.Mismatch> mismatches, List<Evidence> jobEvidence) {
+    Diagnosis rhythmic = withinRhythm(jobEvidence);
+    if (rhythmic != null) {
+      return rhythmic;
+    }
     // Roots that wait on nothing else come first: a collective some of whose members are stuck elsewhere
     // is at best a second symptom of the same fault. Then the one the job reached first.
     List<StuckOp> roots = stuck.all().stream().filter(StuckOp::isRoot)
@@ -173,6 +181,24 @@ final class VerdictRules {
           "Nothing here says how the ranks stand: no Flight Recorder dump, no watchdog line.",
           "Collect the ranks' Flight Recorder dumps (fr-diagnose analyze <folder>) or training logs.");
     }
+    Diagnosis order = programOrder(jobEvidence);
+    if (order != null) {
+      return order;
+    }
+    StuckOp unseen = stuck.all().stream().filter(StuckOp::hasUnseenMember).min(FIRST_REACHED).orElse(null);
+    if (unseen != null) {
+      // Its members here all wait in it: a member the evidence does not hold holds it up (§4, "Members the
+      // evidence cannot show").
+      evidence.addAll(wording.describe(unseen));
+      evidence.addAll(jobEvidence);
+      String missing = "the dumps of every rank of the job (the group's members are known only from the ranks "
+          + "that left one), or the job's world size (--world-size) to name the ranks that left none";
+      evidence.add(new Evidence(Evidence.Kind.INSUFFICIENT, List.of(), missing));
+      return diagnosis(Verdict.HANG, Symptom.UNKNOWN, List.of(), unseen, 0.4, evidence,
+          capitalize(who(unseen.in(MemberState.WAITING))) + " wait" + (unseen.in(MemberState.WAITING).size() == 1
+              ? "s" : "") + " in " + unseen.label() + ", held up by a member of its group that left no evidence "
+              + "here.", "Collect more evidence: " + missing + ".");
+    }
     List<Integer> lost = index.ranks.keySet().stream().filter(index::isLost).toList();
     List<Integer> cudaErrors = reported(RankEvent.Kind.CUDA_ERROR);
     List<Integer> lateWatchdog = lateWatchdog();
@@ -256,6 +282,14 @@ final class VerdictRules {
                 + "agent looks.");
       }
       double sure = snapshot.noHang(progress ? 0.9 : 0.4, evidence);
+      List<Integer> silent = silent();
+      if (!silent.isEmpty()) {
+        // "Every group makes progress" speaks for the ranks whose evidence is here: a rank that left none may be
+        // where the job stopped (a process that crashed writes no dump).
+        evidence.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, silent, "No evidence from " + who(silent)
+            + ": where " + (silent.size() == 1 ? "it stands" : "they stand") + " is unknown"));
+        sure = Math.min(sure, 0.5);
+      }
       return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, sure, evidence,
           "No hang: every process group with work is making progress.", "Nothing to do.");
     }
@@ -305,6 +339,124 @@ final class VerdictRules {
     return diagnosis(Verdict.INSUFFICIENT_EVIDENCE, Symptom.UNKNOWN, List.of(), first, 0.3, evidence,
         "The job is stuck in " + first.label() + " but the evidence does not say why: " + missing + ".",
         "Collect more evidence: " + missing + ".");
+  }
+
+  /**
+   * No hang, when every operation that looks stuck was observed waiting for less than a few of its group's usual
+   * intervals (DIAGNOSIS.md §3, "The job's rhythm"): dumps of a running job catch its ranks inside collectives for
+   * milliseconds, and a wait that short is the job's own rhythm, not a hang. Null when some wait is longer or
+   * unknown, or a rank reported a timeout, an error or its loss: those are judged by the rules below.
+   */
+  private Diagnosis withinRhythm(List<Evidence> jobEvidence) {
+    if (stuck.isEmpty() || index.ranks.values().stream().anyMatch(r -> !r.evidence.events().isEmpty()
+        || r.evidence.liveness() == Liveness.LOST || r.evidence.liveness() == Liveness.UNRESPONSIVE)) {
+      return null;
+    }
+    StuckOp longest = null;
+    long longestWait = -1;
+    for (StuckOp n : stuck.all()) {
+      long wait = waitSeen(n);
+      long interval = rhythm.interval(n.group);
+      if (wait < 0 || interval <= 0 || wait >= Rhythm.WAIT_RHYTHMS * interval) {
+        return null;
+      }
+      if (wait > longestWait) {
+        longestWait = wait;
+        longest = n;
+      }
+    }
+    List<Evidence> evidence = new ArrayList<>();
+    evidence.add(new Evidence(Evidence.Kind.SNAPSHOT_AGE, longest.in(MemberState.WAITING).isEmpty()
+        ? longest.in(MemberState.ISSUED) : longest.in(MemberState.WAITING), String.format(java.util.Locale.ROOT,
+        "The longest wait the evidence shows is %.1f ms, in %s, when its collectives come every %.1f ms: every wait "
+            + "seen is within %d of its group's usual intervals, the job's own rhythm", longestWait / 1e6,
+        longest.label(), rhythm.interval(longest.group) / 1e6, Rhythm.WAIT_RHYTHMS)));
+    evidence.addAll(jobEvidence);
+    List<Integer> silent = silent();
+    if (!silent.isEmpty()) {
+      evidence.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, silent, "No evidence from " + who(silent)));
+    }
+    return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, silent.isEmpty() ? 0.6 : 0.5, evidence,
+        "No hang shown: the ranks were caught inside collectives for at most " + String.format(
+            java.util.Locale.ROOT, "%.1f ms", longestWait / 1e6) + ", within the job's own rhythm.",
+        "Nothing to do. If the job does hang, its dumps taken after the wait (the watchdog's, or a second set "
+            + "seconds later) show it.");
+  }
+
+  /**
+   * A program-order divergence (DIAGNOSIS.md §4, "Who waits for whom"): with no operation explained by its own
+   * members, ranks that wait for each other, each in a collective the other has not issued, issued collectives in
+   * different orders or counts. The culprits are the fewest ranks that take part in every such wait: the one rank of
+   * a `if rank == 0: dist.all_reduce(...)` waits with each peer, the peers not with each other. With one such pair
+   * alone, either rank may be the one that diverged. Null when no two ranks wait for each other.
+   */
+  private Diagnosis programOrder(List<Evidence> jobEvidence) {
+    WaitGraph graph = WaitGraph.of(stuck);
+    List<int[]> pairs = graph.mutualWaits();
+    if (pairs.isEmpty()) {
+      return null;
+    }
+    Set<Integer> involved = new TreeSet<>();
+    pairs.forEach(p -> {
+      involved.add(p[0]);
+      involved.add(p[1]);
+    });
+    List<Integer> culprits = pairs.size() == 1 ? List.copyOf(involved) : WaitGraph.cover(pairs);
+    boolean sure = pairs.size() > 1 && 2 * culprits.size() < involved.size();
+    StuckOp primary = graph.in(culprits.get(0));
+    List<Evidence> evidence = new ArrayList<>();
+    for (int c : culprits) {
+      StuckOp mine = graph.in(c);
+      List<Integer> partners = new ArrayList<>();
+      Set<String> theirOps = new TreeSet<>();
+      for (int[] p : pairs) {
+        int other = p[0] == c ? p[1] : p[1] == c ? p[0] : -1;
+        if (other >= 0) {
+          partners.add(other);
+          theirOps.add(graph.in(other).label());
+        }
+      }
+      List<Integer> notIssued = mine.in(MemberState.NOT_ISSUED);
+      boolean alone = notIssued.size() == mine.states.size() - 1;
+      evidence.add(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, List.of(c), "Rank " + c + " issued "
+          + mine.label() + (alone ? ", which no other member of its group has issued" : ", which "
+              + who(notIssued) + " have not issued") + ", while " + who(partners.stream().sorted().toList())
+          + " wait" + (partners.size() == 1 ? "s" : "") + " for it in " + String.join(", ", theirOps)
+          + ", which it has not issued"));
+    }
+    evidence.add(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, List.copyOf(involved), "These ranks wait for each "
+        + "other, each in a collective the other has not issued: they issued collectives in different orders or "
+        + "counts (a collective under a rank-dependent branch, such as `if rank == 0: dist.all_reduce(...)`, or the "
+        + "same collectives in another order)" + (sure ? "" : "; which of them diverged, the evidence cannot say")));
+    evidence.addAll(jobEvidence);
+    return diagnosis(Verdict.HANG, Symptom.MISMATCH, culprits, primary, sure ? 0.9 : 0.6, evidence,
+        capitalize(who(culprits)) + " issued " + primary.label() + " while "
+            + (!sure ? "the others" : culprits.size() == 1 ? "its peers" : "their peers")
+            + " wait in collectives " + (culprits.size() == 1 ? "it has" : "they have") + " not issued: the ranks "
+            + "issued collectives in different orders or counts (program bug).",
+        "Fix the program: find the collective the culprit issues where its peers issue another (a rank-dependent "
+            + "branch, an early exit, a loop of another length); its Python stack (py-spy dump) shows the line.");
+  }
+
+  /**
+   * How long {@code n}'s members that issued it had waited in it when their evidence was taken, the longest of
+   * them; -1 when no such member's time of observation and issue are both known.
+   */
+  private long waitSeen(StuckOp n) {
+    long longest = -1;
+    for (Map.Entry<Integer, MemberState> e : n.states.entrySet()) {
+      if (e.getValue() != MemberState.ISSUED && e.getValue() != MemberState.WAITING) {
+        continue;
+      }
+      RankIndex r = index.rank(e.getKey());
+      long observed = r == null ? 0 : r.evidence.observedAtNs();
+      long issued = stuck.recordsIn(n, e.getKey()).stream().filter(rec -> !Completion.ended(rec))
+          .mapToLong(CollectiveRecord::getTimeCreatedNs).filter(t -> t > 0).min().orElse(0);
+      if (observed > 0 && issued > 0) {
+        longest = Math.max(longest, observed - issued);
+      }
+    }
+    return longest;
   }
 
   /** True when {@code n}'s group is one the evidence did not name, only assumed (§8 of the rulebook). */
@@ -374,6 +526,7 @@ final class VerdictRules {
       case DEAD -> culprits.stream().allMatch(index::isLost) ? 0.95 : 0.7;
       case DEVICE_ERROR -> 0.95;
       case CPU -> 0.9;
+      case WEDGED -> 0.7;
       case GPU -> primary.in(MemberState.WAITING).isEmpty() ? 0.7 : 0.85;
       case NO_EVIDENCE -> 0.6;
       case WATCHDOG -> 0.6;

@@ -67,10 +67,18 @@ final class Wording {
           + (waitsAlone(primary, culprits) ? " waits" : " wait") + " in: CPU-side stall.";
       case GPU -> who + " issued " + where + " but " + (culprits.size() == 1 ? "its device" : "their devices")
           + " never ran it while " + peers(primary, culprits) + " did: GPU-side stall.";
-      case DEVICE_ERROR -> who + " reported a CUDA error and " + (culprits.size() == 1 ? "its" : "their")
-          + " device never ran " + where + ": GPU fault.";
+      case DEVICE_ERROR -> culprits.stream().allMatch(r -> primary.states.get(r) == MemberState.NOT_ISSUED)
+          ? who + " reported a CUDA error and never issued " + where + " that " + peers(primary, culprits)
+              + (waitsAlone(primary, culprits) ? " waits" : " wait") + " in: GPU fault."
+          : who + " reported a CUDA error and " + (culprits.size() == 1 ? "its" : "their") + " device never ran "
+              + where + ": GPU fault.";
       case DEAD -> who + (culprits.size() == 1 ? " is" : " are") + " gone (process or host died) while "
           + peers(primary, culprits) + (waitsAlone(primary, culprits) ? " waits" : " wait") + " in " + where + ".";
+      case WEDGED -> who + " left no dump while " + peers(primary, culprits)
+          + (waitsAlone(primary, culprits) ? " waits" : " wait") + " on " + (culprits.size() == 1 ? "it" : "them")
+          + " in " + where + " with " + (waitsAlone(primary, culprits) ? "its" : "their") + " connections to "
+          + (culprits.size() == 1 ? "it" : "them") + " open: alive and stuck where it could not dump (a native call "
+          + "holding Python's lock, a wedged process): CPU-side stall.";
       case NO_EVIDENCE -> who + " left no usable evidence (no dump, or an unreadable one) while "
           + peers(primary, culprits) + (waitsAlone(primary, culprits) ? " waits" : " wait") + " in " + where
           + ": likely gone (process or host).";
@@ -97,8 +105,14 @@ final class Wording {
     List<Integer> unknown = n.in(MemberState.UNKNOWN);
     Set<Integer> dead = new TreeSet<>(n.suspects(Cause.DEAD));
     dead.addAll(n.suspects(Cause.NO_EVIDENCE));
+    dead.addAll(n.suspects(Cause.WEDGED));
     for (int rank : dead) {
       RankIndex r = index.rank(rank);
+      if (n.suspects(Cause.WEDGED).contains(rank)) {
+        out.add(new Evidence(Evidence.Kind.RANK_LOST, List.of(rank), "Rank " + rank + " left no dump while members "
+            + "of " + what + " wait on it with their connections to it open (a rank that died closes them)"));
+        continue;
+      }
       String why = r == null ? "sent no evidence at all"
           : r.evidence.liveness() == Liveness.LOST ? "its stream ended without a goodbye (process or host gone)"
           : r.evidence.liveness() == Liveness.UNRESPONSIVE ? "sent no snapshot: " + r.evidence.missingReason()
@@ -109,6 +123,13 @@ final class Wording {
     }
     List<Integer> cpu = new ArrayList<>(notIssued);
     cpu.removeAll(dead);
+    List<Integer> before = n.observedBefore();
+    cpu.removeAll(before);
+    if (!before.isEmpty()) {
+      out.add(new Evidence(Evidence.Kind.EARLIER_CUT, before, capitalize(who(before)) + " had not issued " + what
+          + " when " + (before.size() == 1 ? "its dump was" : "their dumps were") + " taken, before or as its first "
+          + "member issued it: " + (before.size() == 1 ? "it" : "they") + " may have issued it since"));
+    }
     if (!cpu.isEmpty()) {
       out.add(new Evidence(Evidence.Kind.NOT_ISSUED, cpu, capitalize(who(cpu)) + " never issued " + what
           + lastIssued(cpu, n)));

@@ -129,10 +129,7 @@ final class OfflineEvidence {
         ranks.put(rank, inDumpGroups(logged, dumpGroups));
         return;
       }
-      List<RankEvent> events = new ArrayList<>(e.events());
-      events.addAll(logged.events());
-      ranks.put(rank, new RankEvidence(rank, e.identity(), e.liveness(), e.answered(), e.missingReason(),
-          e.groups(), e.records(), e.progress(), events, e.frames()));
+      ranks.put(rank, e.withEvents(logged.events()));
     });
     for (Map.Entry<Integer, String> u : unreadable.entrySet()) {
       ranks.putIfAbsent(u.getKey(), new RankEvidence(u.getKey(), identity(u.getKey(), world), Liveness.UNKNOWN,
@@ -180,7 +177,28 @@ final class OfflineEvidence {
     List<RankEvent> events = new ArrayList<>();
     return new RankEvidence(d.rank(), identity(d.rank(), world).toBuilder().setNcclVersion(d.commLibVersion())
         .build(), Liveness.UNKNOWN, true, "", withLayout(d.processGroups()), d.records(), progress, events,
-        d.frames());
+        d.frames()).withObservedAt(writtenAt(d));
+  }
+
+  /**
+   * When {@code d} was taken, as its file's write time says: PyTorch writes a dump as it takes it, on the rank's own
+   * host, whose clock also stamped its records. 0 when unknown, or when the write time is older than the dump's
+   * newest record (a copy that did not keep it, or another host's clock): then nothing is claimed of when.
+   */
+  static long writtenAt(FlightRecorderDump d) {
+    long written;
+    try {
+      java.nio.file.attribute.FileTime t = java.nio.file.Files.getLastModifiedTime(d.file());
+      written = t.toInstant().getEpochSecond() * 1_000_000_000L + t.toInstant().getNano();
+    } catch (java.io.IOException | RuntimeException e) {
+      return 0;
+    }
+    long newest = 0;
+    for (CollectiveRecord r : d.records()) {
+      newest = Math.max(newest, Math.max(r.getTimeCreatedNs(),
+          Math.max(r.getTimeStartedNs(), r.getTimeCompletedNs())));
+    }
+    return newest > 0 && written >= newest ? written : 0;
   }
 
   /**
