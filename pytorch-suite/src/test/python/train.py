@@ -9,9 +9,11 @@ Layouts (MODE):
   pipeline  two stages, rank r of stage 0 paired with r + WORLD/2 of stage 1; each stage is a group. A step: stage 0
             sends its activation and receives the gradient back, stage 1 the reverse; a stage all_reduce; a world
             all_reduce.
+  ddp       a small model under DistributedDataParallel on the world group (small buckets: several gradient
+            all_reduces a step, launched by autograd hooks), then a world all_reduce of the loss for logging.
 
 Fault switch:
-  FAULT_KIND   none | stall | mismatch | pp_stall | kill | slow
+  FAULT_KIND   none | stall | mismatch | pp_stall | kill | slow | extra | gil_stall | raise
   FAULT_RANK   the faulty rank(s), comma separated
   FAULT_STEP   the step at which the fault fires (default 5)
   FAULT_GROUP  tp | dp | world: in front of which group's collective (stall, mismatch, kill)
@@ -20,6 +22,16 @@ Fault switch:
   pp_stall  sleep for ever before the pipeline's send (stage 0) or recv (stage 1)
   kill      SIGKILL itself before the collective
   slow      at every step, sleep FAULT_DELAY_MS (default 30) before its first collective: a straggler, not a hang
+  extra     one more collective than its peers: `if rank == 0: dist.all_reduce(metric)` on the world group, right
+            before its first collective of the step (FAULT_GROUP is not used)
+  gil_stall sleep for ever inside a C call that holds the GIL (ctypes.PyDLL): no Python thread of the rank runs
+            again, so it writes no dump and its worker server does not answer
+  raise     raise the RuntimeError a CUDA fault raises ("CUDA error: an illegal memory access was encountered")
+            right before the collective; torchrun then ends the other ranks
+
+Mid-run dumps: DUMP_AT_SECS="1.5,3" has each rank's watcher write both dumps into <job dir>/mid-<i>/{json,pickle}
+when that many seconds of training have passed by its own clock, and train on: what an on-demand or periodic dump
+of a running job gives, each rank's a little apart from its peers'.
 
 Profiling: PROFILE_STEPS > 0 runs torch.profiler (CPU activities; schedule wait 1, warmup 1, active PROFILE_STEPS)
 over the first steps and writes each rank's trace as <job dir>/traces/rank<r>.<ms>.pt.trace.json, as
@@ -61,6 +73,7 @@ STEP_SLEEP = float(os.environ.get("STEP_SLEEP", "0.05"))
 PG_TIMEOUT_SECS = float(os.environ.get("PG_TIMEOUT_SECS", "900"))
 FAULT_DELAY = float(os.environ.get("FAULT_DELAY_MS", "30")) / 1000
 PROFILE_STEPS = int(os.environ.get("PROFILE_STEPS", "0"))
+DUMP_AT = [float(s) for s in os.environ.get("DUMP_AT_SECS", "").split(",") if s]
 TRACE_EXPORT = os.environ.get("TRACE_EXPORT", "tensorboard")
 
 _last_step = time.monotonic()
@@ -114,7 +127,14 @@ def on_sigterm(signum, frame):
 
 
 def watch_for_hang():
-    while not _dump_started.wait(0.2):
+    started = time.monotonic()
+    pending = list(enumerate(DUMP_AT))
+    while not _dump_started.wait(0.02 if pending else 0.2):
+        if pending and time.monotonic() - started >= pending[0][1]:
+            i, at = pending.pop(0)
+            for fmt, dump in (("json", c10d._dump_fr_trace_json), ("pickle", c10d._dump_fr_trace)):
+                write_atomically(os.path.join(JOB_DIR, f"mid-{i}", fmt, f"trace_rank_{RANK}"), dump())
+            log(f"dumped mid-run {i} at {at:g} s")
         if not _exporting.is_set() and time.monotonic() - _last_step > HANG_SECS:
             write_dumps(f"no step for {HANG_SECS:g} s")
 
@@ -125,12 +145,28 @@ def sleep_forever(where):
         time.sleep(3600)
 
 
+def extra_collective(step):
+    """The rank-conditional collective of the `extra` fault: only the faulty ranks issue it."""
+    if FAULT_KIND == "extra" and RANK in FAULT_RANKS and step == FAULT_STEP:
+        log("FAULT: an all_reduce only this rank issues")
+        dist.all_reduce(torch.tensor([float(step)]))
+
+
 def fault(step, group, op):
     """The op to run in front of group's collective; never returns when the fault is a stall or a kill."""
     if RANK not in FAULT_RANKS or step != FAULT_STEP or group != FAULT_GROUP:
         return op
     if FAULT_KIND == "stall":
         sleep_forever(f"{op} in {group}")
+    if FAULT_KIND == "gil_stall":
+        log(f"FAULT: stalls holding the GIL before {op} in {group}")
+        import ctypes
+        ctypes.PyDLL(None).sleep(3600)
+    if FAULT_KIND == "raise":
+        log(f"FAULT: raises before {op} in {group}")
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
+                           "asynchronously reported at some other API call, so the stacktrace below might be "
+                           "incorrect.")
     if FAULT_KIND == "kill":
         log("FAULT: SIGKILL")
         os.kill(os.getpid(), signal.SIGKILL)
@@ -168,6 +204,7 @@ def slow_down():
 def dptp_step(step, tp, dp, w):
     (tp_group, tp_ranks), (dp_group, dp_ranks) = tp, dp
     slow_down()
+    extra_collective(step)
     h = collective(fault(step, "tp", "all_reduce"), torch.randn(4, 8) @ w, tp_group, len(tp_ranks))
     dist.all_gather([torch.empty(2, 2) for _ in tp_ranks], torch.ones(2, 2) * RANK, group=tp_group)
     grad = collective(fault(step, "dp", "all_reduce"), torch.randn_like(w), dp_group, len(dp_ranks))
@@ -195,6 +232,18 @@ def pipeline_step(step, peer, stage_group):
     collective(fault(step, "world", "all_reduce"), torch.tensor([float(grad.sum())]), None, WORLD)
 
 
+def ddp_step(step, model, optimizer):
+    slow_down()
+    extra_collective(step)
+    x, y = torch.randn(16, 32), torch.randn(16, 8)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    fault(step, "world", "backward")
+    loss.backward()
+    optimizer.step()
+    collective(fault(step, "world", "all_reduce"), loss.detach().reshape(1), None, WORLD)
+
+
 @worker_main()
 def main():
     write_atomically(os.path.join(JOB_DIR, "pids", f"rank_{RANK}"), str(os.getpid()).encode())
@@ -204,6 +253,12 @@ def main():
         tp = own_group([list(range(i, i + TP)) for i in range(0, WORLD, TP)])
         dp = own_group([list(range(j, WORLD, TP)) for j in range(TP)])
         w = torch.randn(8, 8)
+    elif MODE == "ddp":
+        torch.manual_seed(0)
+        model = torch.nn.parallel.DistributedDataParallel(
+            torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                torch.nn.ReLU(), torch.nn.Linear(256, 8)), bucket_cap_mb=0.1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     else:
         half = WORLD // 2
         peer = RANK + half if RANK < half else RANK - half
@@ -234,6 +289,8 @@ def main():
             _last_step = time.monotonic()
             if MODE == "dptp":
                 w = dptp_step(step, tp, dp, w)
+            elif MODE == "ddp":
+                ddp_step(step, model, optimizer)
             else:
                 pipeline_step(step, peer, stage)
             time.sleep(STEP_SLEEP)

@@ -242,6 +242,41 @@ class RealPyTorchJobsTest {
     }
   }
 
+  /**
+   * Healthy jobs dumped while they run: each rank's dumps a little apart from its peers', some ranks caught inside a
+   * collective for milliseconds. No HANG at 0.5 or above from any moment (DIAGNOSIS.md §3, "A consistent cut" and
+   * "The job's rhythm").
+   */
+  @ParameterizedTest
+  @EnumSource(value = Scenario.class, names = ".*DUMPED_MID_RUN", mode = EnumSource.Mode.MATCH_ANY)
+  void aHealthyJobDumpedWhileItRunsIsNotCalledHung(Scenario scenario) throws Exception {
+    ScenarioRuns.Run run = ScenarioRuns.of(scenario);
+    assertThat(scenario.midRunDumps()).hasSize(5);
+    for (String moment : scenario.midRunDumps()) {
+      for (String format : List.of("json", "pickle")) {
+        Path folder = run.dir().resolve(moment).resolve(format);
+        Analysis a = analyze(folder);
+        double confidence = a.report().path("confidence").asDouble();
+        log.info("real-PyTorch suite: fr-diagnose analyze on {} {} {}: {} confidence {}", scenario.dirName(),
+            moment, format, a.summary(), confidence);
+        if (format.equals("json")) {
+          assertThat(a.verdict().equals("HANG") && confidence >= 0.5).as("%s: %s at %s", folder, a.summary(),
+              confidence).isFalse();
+        }
+      }
+    }
+  }
+
+  /** With its training log beside its dumps, the CUDA error a rank raised is the cause, and its teardown is not. */
+  @Test
+  void theFirstFailureInTheLogIsTheCause() throws Exception {
+    ScenarioRuns.Run run = ScenarioRuns.of(Scenario.CUDA_ERROR_RANK1);
+    for (Path folder : List.of(run.pickle(), run.json())) {
+      Analysis a = analyze(folder, run.dir().resolve("train.log"));
+      assertThat(a.summary()).as(a.err()).isEqualTo("HANG GPU_STALL [1]");
+    }
+  }
+
   @AfterAll
   static void logTimes() {
     List<ScenarioRuns.Run> runs = ScenarioRuns.done().toList();

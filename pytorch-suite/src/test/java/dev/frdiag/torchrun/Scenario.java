@@ -42,7 +42,49 @@ enum Scenario {
   PIPELINE_STALL_RANK2(4, Ending.HANGS, Map.of("MODE", "pipeline", "FAULT_KIND", "pp_stall", "FAULT_RANK", "2"),
       "HANG", "CPU_STALL", Set.of(0, 2), Set.of(2)),
   /** Rank 1 SIGKILLs itself before its dp all_reduce; its peers fail and torchrun ends the job: rank 1 never dumps. */
-  KILLED_RANK1(4, Ending.DIES, fault("kill", "1", "dp"), "HANG", "DEAD_RANK", Set.of(1));
+  KILLED_RANK1(4, Ending.DIES, fault("kill", "1", "dp"), "HANG", "DEAD_RANK", Set.of(1)),
+  /**
+   * Rank 0 issues a world all_reduce its peers do not ({@code if rank == 0: dist.all_reduce(metric)} at step 5: a
+   * collective only a subset of ranks submits, horovod/horovod#2640; collectives issued in a rank-divergent order
+   * across groups, meta-pytorch/torchrec#4149): 0 waits in world
+   * #6, 1 waits for it in tp '1', 2 in dp '3', 3 for rank 1 in dp '4'. Every chain of waits closes in a cycle
+   * through rank 0.
+   */
+  EXTRA_ALLREDUCE_RANK0(4, Ending.HANGS, Map.of("FAULT_KIND", "extra", "FAULT_RANK", "0"), "HANG", "MISMATCH",
+      Set.of(0)),
+  /** The same on 8 ranks, from rank 3: tp '2'=[2,3], dp '6'=[1,3,5,7]; 0, 4, 6 wait for rank 2 in dp '5'. */
+  EXTRA_ALLREDUCE_RANK3_OF_8(8, Ending.HANGS, Map.of("FAULT_KIND", "extra", "FAULT_RANK", "3"), "HANG",
+      "MISMATCH", Set.of(3)),
+  /**
+   * Rank 2 sleeps in a C call that holds the GIL before its step-5 dp all_reduce (native code that never releases
+   * it, pytorch/pytorch#109074, #56701): no thread of rank 2 runs, it writes no dump and
+   * its worker server does not answer, while 0 waits for it in dp '3' with its connection to it open.
+   */
+  WEDGED_RANK2(4, Ending.HANGS, fault("gil_stall", "2", "dp"), "HANG", "CPU_STALL", Set.of(2)),
+  /**
+   * The same on the job's last rank, 3: no gap in the dump series shows it, and gloo's dumps name no group's
+   * members, so dp '4' shows rank 1 waiting alone. The dumps cannot name the rank: HANG, culprit unknown.
+   */
+  WEDGED_LAST_RANK3(4, Ending.HANGS, fault("gil_stall", "3", "dp"), "HANG", "UNKNOWN", Set.of()),
+  /**
+   * Rank 1 raises the RuntimeError a CUDA fault raises ("CUDA error: an illegal memory access was encountered",
+   * vllm-project/vllm#4108, axolotl-ai-cloud/axolotl#1473) before its step-5 dp all_reduce; its peers' collectives fail
+   * on the closed connection and torchrun ends them. The dumps alone show rank 1 never issued it; its log line
+   * shows why (a GPU fault).
+   */
+  CUDA_ERROR_RANK1(4, Ending.DIES, fault("raise", "1", "dp"), "HANG", "CPU_STALL", Set.of(1)),
+  /** A healthy tensor- and data-parallel job, every rank dumped five times while it runs ({@link #MID_RUN}). */
+  HEALTHY_DPTP_DUMPED_MID_RUN(4, Ending.FINISHES, midRun("dptp"), "NO_HANG", "NONE", Set.of()),
+  /** A healthy DistributedDataParallel job (several bucket all_reduces a step), dumped five times while it runs. */
+  HEALTHY_DDP_DUMPED_MID_RUN(4, Ending.FINISHES, midRun("ddp"), "NO_HANG", "NONE", Set.of()),
+  /** A healthy two-stage pipeline (send/recv gloo does not record), dumped five times while it runs. */
+  HEALTHY_PIPELINE_DUMPED_MID_RUN(4, Ending.FINISHES, midRun("pipeline"), "NO_HANG", "NONE", Set.of());
+
+  /**
+   * When a job dumped mid-run has each rank write its dumps, by the rank's own clock since its training began:
+   * {@code mid-0} … {@code mid-4}, each rank a little apart from its peers, as on-demand or periodic dumps are.
+   */
+  static final String MID_RUN = "1,1.7,2.4,3.1,3.8";
 
   /** How the job ends by itself, if it does. */
   enum Ending {
@@ -78,6 +120,17 @@ enum Scenario {
     this.culprits = culprits;
   }
 
+  private static Map<String, String> midRun(String mode) {
+    return Map.of("MODE", mode, "DUMP_AT_SECS", MID_RUN, "STEPS", "120", "HANG_SECS", TorchrunJob.FINISHING_HANG_SECS);
+  }
+
+  /** The folders of the dumps a job dumped mid-run left, one per moment; none for other jobs. */
+  java.util.List<String> midRunDumps() {
+    return env.containsKey("DUMP_AT_SECS")
+        ? IntStream.range(0, env.get("DUMP_AT_SECS").split(",").length).mapToObj(i -> "mid-" + i).toList()
+        : java.util.List.of();
+  }
+
   private static Map<String, String> fault(String kind, String ranks, String group) {
     return Map.of("FAULT_KIND", kind, "FAULT_RANK", ranks, "FAULT_GROUP", group);
   }
@@ -100,9 +153,13 @@ enum Scenario {
     return env;
   }
 
-  /** The ranks that leave dumps: all but a killed one. */
+  /** The ranks that leave dumps: all but a killed one, and one stuck where no thread of it runs. */
   Set<Integer> dumpingRanks() {
-    return IntStream.range(0, ranks).filter(r -> ending != Ending.DIES || !culprits.contains(r)).boxed()
+    String kind = env.getOrDefault("FAULT_KIND", "none");
+    Set<Integer> faulty = java.util.Arrays.stream(env.getOrDefault("FAULT_RANK", "").split(","))
+        .filter(r -> !r.isEmpty()).map(Integer::parseInt).collect(Collectors.toSet());
+    boolean silent = kind.equals("kill") || kind.equals("gil_stall");
+    return IntStream.range(0, ranks).filter(r -> !silent || !faulty.contains(r)).boxed()
         .collect(Collectors.toUnmodifiableSet());
   }
 
