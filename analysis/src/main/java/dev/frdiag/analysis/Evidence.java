@@ -20,8 +20,8 @@ public record Evidence(Kind kind, List<Integer> ranks, String detail) {
    * The sorts of fact, each written in reports as its {@linkplain #wire() wire name}: from the ranks' records
    * "rank_lost", "not_issued", "not_started", "completion_lag", "waiting", "all_started_none_completed",
    * "all_issued_none_completed", "no_snapshot", "signature_mismatch", "also_held_up", "cascade", "ran_ahead",
-   * "insufficient", "rank_event", "sequence_mismatch", "unrecorded_ops", "snapshot_age", "earlier_cut"; from the nodes' NCCL logs and InfiniBand counters
-   * "gpu_fault", "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged",
+   * "insufficient", "rank_event", "sequence_mismatch", "unrecorded_ops", "snapshot_age", "earlier_cut"; from the
+   * nodes' NCCL logs and InfiniBand counters "gpu_fault", "local_nic_fault", "link_fault", "dead_peer", "congestion", "note", "no_failure_logged",
    * "quiet_counters"; from kernel logs, launchers and NCCL RAS reports "gpu_xid", "process_died", "launch_lag",
    * "ras_consistent", "peer_path_error"; about the inputs "sources"; from collectives' timings "straggler",
    * "straggler_side", "skew", "joined", "clock_offset", "overlap", "trace_history".
