@@ -87,6 +87,35 @@ final class OneSnapshot {
   }
 
   /**
+   * The {@code snapshot_age} line of the longest wait, when every operation that looks stuck was observed waiting for
+   * less than {@link Rhythm#WAIT_RHYTHMS} of its group's usual intervals (DIAGNOSIS.md §3, "The job's rhythm"); null
+   * when some wait is longer or unknown.
+   */
+  Evidence withinRhythm() {
+    StuckOp longest = null;
+    long longestWait = -1;
+    for (StuckOp n : stuck.all()) {
+      long wait = rhythm.waitSeen(n, stuck);
+      long interval = rhythm.interval(n.group);
+      if (wait < 0 || interval <= 0 || wait >= Rhythm.WAIT_RHYTHMS * interval) {
+        return null;
+      }
+      if (wait > longestWait) {
+        longestWait = wait;
+        longest = n;
+      }
+    }
+    if (longest == null) {
+      return null;
+    }
+    return new Evidence(Evidence.Kind.SNAPSHOT_AGE, longest.in(MemberState.WAITING).isEmpty()
+        ? longest.in(MemberState.ISSUED) : longest.in(MemberState.WAITING), String.format(Locale.ROOT,
+        "The longest wait the evidence shows is %.1f ms, in %s, when its collectives come every %.1f ms: every wait "
+            + "seen is within %d of its group's usual intervals, the job's own rhythm", longestWait / 1e6,
+        longest.label(), rhythm.interval(longest.group) / 1e6, Rhythm.WAIT_RHYTHMS));
+  }
+
+  /**
    * How sure a NO_HANG at {@code sure} stays: everyone idle is also how ranks blocked in unrecorded send/recv look,
    * so no progress is shown for those (at most 0.5, with the line that says why).
    */

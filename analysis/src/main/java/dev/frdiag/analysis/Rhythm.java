@@ -36,6 +36,27 @@ final class Rhythm {
     return of(g)[1];
   }
 
+  /**
+   * How long {@code n}'s members that issued it had waited in it when their evidence was taken, the longest of
+   * them; -1 when no such member's time of observation and issue are both known.
+   */
+  long waitSeen(StuckOp n, StuckOperations stuck) {
+    long longest = -1;
+    for (Map.Entry<Integer, MemberState> e : n.states.entrySet()) {
+      if (e.getValue() != MemberState.ISSUED && e.getValue() != MemberState.WAITING) {
+        continue;
+      }
+      RankIndex r = index.rank(e.getKey());
+      long observed = r == null ? 0 : r.evidence.observedAtNs();
+      long issued = stuck.recordsIn(n, e.getKey()).stream().filter(rec -> !Completion.ended(rec))
+          .mapToLong(CollectiveRecord::getTimeCreatedNs).filter(t -> t > 0).min().orElse(0);
+      if (observed > 0 && issued > 0) {
+        longest = Math.max(longest, observed - issued);
+      }
+    }
+    return longest;
+  }
+
   private long[] of(GroupKey g) {
     return byGroup.computeIfAbsent(g, this::measure);
   }

@@ -6,7 +6,6 @@ import static dev.frdiag.analysis.Wording.plural;
 import static dev.frdiag.analysis.Wording.recommendation;
 import static dev.frdiag.analysis.Wording.who;
 
-import dev.frdiag.proto.v1.CollectiveRecord;
 import dev.frdiag.proto.v1.ProcessGroup;
 import dev.frdiag.proto.v1.RankEvent;
 import dev.frdiag.proto.v1.Symptom;
@@ -14,7 +13,6 @@ import dev.frdiag.proto.v1.Verdict;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -348,40 +346,26 @@ final class VerdictRules {
    * unknown, or a rank reported a timeout, an error or its loss: those are judged by the rules below.
    */
   private Diagnosis withinRhythm(List<Evidence> jobEvidence) {
-    if (stuck.isEmpty() || index.ranks.values().stream().anyMatch(r -> !r.evidence.events().isEmpty()
+    if (index.ranks.values().stream().anyMatch(r -> !r.evidence.events().isEmpty()
         || r.evidence.liveness() == Liveness.LOST || r.evidence.liveness() == Liveness.UNRESPONSIVE)) {
       return null;
     }
-    StuckOp longest = null;
-    long longestWait = -1;
-    for (StuckOp n : stuck.all()) {
-      long wait = waitSeen(n);
-      long interval = rhythm.interval(n.group);
-      if (wait < 0 || interval <= 0 || wait >= Rhythm.WAIT_RHYTHMS * interval) {
-        return null;
-      }
-      if (wait > longestWait) {
-        longestWait = wait;
-        longest = n;
-      }
+    Evidence longest = snapshot.withinRhythm();
+    if (longest == null) {
+      return null;
     }
-    List<Evidence> evidence = new ArrayList<>();
-    evidence.add(new Evidence(Evidence.Kind.SNAPSHOT_AGE, longest.in(MemberState.WAITING).isEmpty()
-        ? longest.in(MemberState.ISSUED) : longest.in(MemberState.WAITING), String.format(java.util.Locale.ROOT,
-        "The longest wait the evidence shows is %.1f ms, in %s, when its collectives come every %.1f ms: every wait "
-            + "seen is within %d of its group's usual intervals, the job's own rhythm", longestWait / 1e6,
-        longest.label(), rhythm.interval(longest.group) / 1e6, Rhythm.WAIT_RHYTHMS)));
+    List<Evidence> evidence = new ArrayList<>(List.of(longest));
     evidence.addAll(jobEvidence);
     List<Integer> silent = silent();
     if (!silent.isEmpty()) {
       evidence.add(new Evidence(Evidence.Kind.NO_SNAPSHOT, silent, "No evidence from " + who(silent)));
     }
     return diagnosis(Verdict.NO_HANG, Symptom.NONE, List.of(), null, silent.isEmpty() ? 0.6 : 0.5, evidence,
-        "No hang shown: the ranks were caught inside collectives for at most " + String.format(
-            java.util.Locale.ROOT, "%.1f ms", longestWait / 1e6) + ", within the job's own rhythm.",
+        "No hang shown: every rank caught inside a collective had waited there within the job's own rhythm.",
         "Nothing to do. If the job does hang, its dumps taken after the wait (the watchdog's, or a second set "
             + "seconds later) show it.");
   }
+
 
   /**
    * A program-order divergence (DIAGNOSIS.md §4, "Who waits for whom"): with no operation explained by its own
@@ -391,72 +375,20 @@ final class VerdictRules {
    * alone, either rank may be the one that diverged. Null when no two ranks wait for each other.
    */
   private Diagnosis programOrder(List<Evidence> jobEvidence) {
-    WaitGraph graph = WaitGraph.of(stuck);
-    List<int[]> pairs = graph.mutualWaits();
-    if (pairs.isEmpty()) {
+    WaitGraph.Divergence divergence = WaitGraph.of(stuck).divergence();
+    if (divergence == null) {
       return null;
     }
-    Set<Integer> involved = new TreeSet<>();
-    pairs.forEach(p -> {
-      involved.add(p[0]);
-      involved.add(p[1]);
-    });
-    List<Integer> culprits = pairs.size() == 1 ? List.copyOf(involved) : WaitGraph.cover(pairs);
-    boolean sure = pairs.size() > 1 && 2 * culprits.size() < involved.size();
-    StuckOp primary = graph.in(culprits.get(0));
-    List<Evidence> evidence = new ArrayList<>();
-    for (int c : culprits) {
-      StuckOp mine = graph.in(c);
-      List<Integer> partners = new ArrayList<>();
-      Set<String> theirOps = new TreeSet<>();
-      for (int[] p : pairs) {
-        int other = p[0] == c ? p[1] : p[1] == c ? p[0] : -1;
-        if (other >= 0) {
-          partners.add(other);
-          theirOps.add(graph.in(other).label());
-        }
-      }
-      List<Integer> notIssued = mine.in(MemberState.NOT_ISSUED);
-      boolean alone = notIssued.size() == mine.states.size() - 1;
-      evidence.add(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, List.of(c), "Rank " + c + " issued "
-          + mine.label() + (alone ? ", which no other member of its group has issued" : ", which "
-              + who(notIssued) + " have not issued") + ", while " + who(partners.stream().sorted().toList())
-          + " wait" + (partners.size() == 1 ? "s" : "") + " for it in " + String.join(", ", theirOps)
-          + ", which it has not issued"));
-    }
-    evidence.add(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, List.copyOf(involved), "These ranks wait for each "
-        + "other, each in a collective the other has not issued: they issued collectives in different orders or "
-        + "counts (a collective under a rank-dependent branch, such as `if rank == 0: dist.all_reduce(...)`, or the "
-        + "same collectives in another order)" + (sure ? "" : "; which of them diverged, the evidence cannot say")));
+    List<Integer> culprits = divergence.culprits();
+    List<Evidence> evidence = new ArrayList<>(divergence.evidence());
     evidence.addAll(jobEvidence);
-    return diagnosis(Verdict.HANG, Symptom.MISMATCH, culprits, primary, sure ? 0.9 : 0.6, evidence,
-        capitalize(who(culprits)) + " issued " + primary.label() + " while "
-            + (!sure ? "the others" : culprits.size() == 1 ? "its peers" : "their peers")
+    return diagnosis(Verdict.HANG, Symptom.MISMATCH, culprits, divergence.primary(), divergence.sure() ? 0.9 : 0.6,
+        evidence, capitalize(who(culprits)) + " issued " + divergence.primary().label() + " while "
+            + (!divergence.sure() ? "the others" : culprits.size() == 1 ? "its peers" : "their peers")
             + " wait in collectives " + (culprits.size() == 1 ? "it has" : "they have") + " not issued: the ranks "
             + "issued collectives in different orders or counts (program bug).",
         "Fix the program: find the collective the culprit issues where its peers issue another (a rank-dependent "
             + "branch, an early exit, a loop of another length); its Python stack (py-spy dump) shows the line.");
-  }
-
-  /**
-   * How long {@code n}'s members that issued it had waited in it when their evidence was taken, the longest of
-   * them; -1 when no such member's time of observation and issue are both known.
-   */
-  private long waitSeen(StuckOp n) {
-    long longest = -1;
-    for (Map.Entry<Integer, MemberState> e : n.states.entrySet()) {
-      if (e.getValue() != MemberState.ISSUED && e.getValue() != MemberState.WAITING) {
-        continue;
-      }
-      RankIndex r = index.rank(e.getKey());
-      long observed = r == null ? 0 : r.evidence.observedAtNs();
-      long issued = stuck.recordsIn(n, e.getKey()).stream().filter(rec -> !Completion.ended(rec))
-          .mapToLong(CollectiveRecord::getTimeCreatedNs).filter(t -> t > 0).min().orElse(0);
-      if (observed > 0 && issued > 0) {
-        longest = Math.max(longest, observed - issued);
-      }
-    }
-    return longest;
   }
 
   /** True when {@code n}'s group is one the evidence did not name, only assumed (§8 of the rulebook). */

@@ -60,6 +60,58 @@ final class WaitGraph {
   }
 
   /**
+   * A program-order divergence (DIAGNOSIS.md §4, "Who waits for whom").
+   *
+   * @param culprits the fewest ranks that take part in every mutual wait; both ranks of a single pair
+   * @param sure whether more than one mutual wait names culprits fewer than half the ranks involved: with one pair,
+   *     either rank may be the one that diverged
+   * @param primary the operation the first culprit waits in
+   * @param evidence one line per culprit (its operation, who has not issued it, what its partners wait in), then
+   *     what the mutual waits mean
+   */
+  record Divergence(List<Integer> culprits, boolean sure, StuckOp primary, List<Evidence> evidence) {}
+
+  /** The divergence the mutual waits show; null when no two ranks wait for each other. */
+  Divergence divergence() {
+    List<int[]> pairs = mutualWaits();
+    if (pairs.isEmpty()) {
+      return null;
+    }
+    Set<Integer> involved = new TreeSet<>();
+    pairs.forEach(p -> {
+      involved.add(p[0]);
+      involved.add(p[1]);
+    });
+    List<Integer> culprits = pairs.size() == 1 ? List.copyOf(involved) : cover(pairs);
+    boolean sure = pairs.size() > 1 && 2 * culprits.size() < involved.size();
+    List<Evidence> evidence = new ArrayList<>();
+    for (int c : culprits) {
+      StuckOp mine = in(c);
+      List<Integer> partners = new ArrayList<>();
+      Set<String> theirOps = new TreeSet<>();
+      for (int[] p : pairs) {
+        int other = p[0] == c ? p[1] : p[1] == c ? p[0] : -1;
+        if (other >= 0) {
+          partners.add(other);
+          theirOps.add(in(other).label());
+        }
+      }
+      List<Integer> notIssued = mine.in(MemberState.NOT_ISSUED);
+      boolean alone = notIssued.size() == mine.states.size() - 1;
+      evidence.add(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, List.of(c), "Rank " + c + " issued "
+          + mine.label() + (alone ? ", which no other member of its group has issued" : ", which "
+              + Wording.who(notIssued) + " have not issued") + ", while "
+          + Wording.who(partners.stream().sorted().toList()) + " wait" + (partners.size() == 1 ? "s" : "")
+          + " for it in " + String.join(", ", theirOps) + ", which it has not issued"));
+    }
+    evidence.add(new Evidence(Evidence.Kind.SEQUENCE_MISMATCH, List.copyOf(involved), "These ranks wait for each "
+        + "other, each in a collective the other has not issued: they issued collectives in different orders or "
+        + "counts (a collective under a rank-dependent branch, such as `if rank == 0: dist.all_reduce(...)`, or the "
+        + "same collectives in another order)" + (sure ? "" : "; which of them diverged, the evidence cannot say")));
+    return new Divergence(culprits, sure, in(culprits.get(0)), evidence);
+  }
+
+  /**
    * The fewest ranks that take part in every mutual wait, the ranks in most of them first: where a program's order
    * diverged on some ranks, those ranks each wait for many peers that each wait for them.
    */
