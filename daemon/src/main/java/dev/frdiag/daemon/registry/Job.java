@@ -69,7 +69,7 @@ public final class Job {
     this.ranks = new Ranks(id, worldSize, limits.maxGroupsPerRank(), share);
     this.restart = new RestartReturn(id, ranks);
     this.incident = new Incident(id, lock, ranks, restart::awaiting, onDemandSlots);
-    this.stragglers = new Stragglers(id, lock, incident, nowNanos);
+    this.stragglers = new Stragglers(id, lock, incident);
     this.window = limits.windowFor(window, worldSize);
     this.contexts = new NodeContexts("node context of job " + id, limits.maxContextBytesPerJob(), share);
     this.firstSeenMs = nowMs;

@@ -21,9 +21,14 @@ public final class Stragglers {
   private final String jobId;
   private final Object lock;
   private final Incident incident;
-  /** When the last analysis started (daemon monotonic time); the first is due an interval after the job is seen. */
+  /**
+   * When the last analysis started (daemon monotonic time); the first is due an interval after the watch first looked,
+   * which {@link #watching} tells.
+   */
   @GuardedBy("lock")
   private long lastCheckNanos;
+  @GuardedBy("lock")
+  private boolean watching;
   @GuardedBy("lock")
   private boolean running;
   @GuardedBy("lock")
@@ -31,11 +36,10 @@ public final class Stragglers {
   @GuardedBy("lock")
   private int clearChecks;
 
-  Stragglers(String jobId, Object lock, Incident incident, long nowNanos) {
+  Stragglers(String jobId, Object lock, Incident incident) {
     this.jobId = jobId;
     this.lock = lock;
     this.incident = incident;
-    this.lastCheckNanos = nowNanos;
   }
 
   /**
@@ -44,6 +48,10 @@ public final class Stragglers {
    */
   public boolean startAnalysis(long nowNanos, Duration interval) {
     synchronized (lock) {
+      if (!watching) {
+        watching = true;
+        lastCheckNanos = nowNanos;
+      }
       if (interval.isZero() || running || incident.isOpen() || nowNanos - lastCheckNanos < interval.toNanos()) {
         return false;
       }
