@@ -9,7 +9,11 @@ import dev.frdiag.proto.v1.CollectiveState;
  * entry that is not completed has failed (FlightRecorder.hpp: "a retired but not completed event has timed out").
  * ProcessGroupGloo has no such events: its entries stay {@code scheduled} with no discovered times, and
  * {@code retired} is the only mark that the work left the work list, successfully or not (measured on PyTorch
- * 2.13.0+cpu: a collective that failed on a dead peer or a timeout ends retired too).
+ * 2.13.0+cpu: a collective that failed on a dead peer or a timeout ends retired too). Its {@code pg_status} tells
+ * them apart in one direction: a record retired above {@code last_completed_collective} failed (measured on
+ * 2.13.0+cpu: in 240 dumps of healthy and hung jobs no retired record is above it; in every DDP job whose peer died
+ * or raised, the last bucket all_reduce that failed is). Not the other: the first of two bucket all_reduces failing
+ * together is at it.
  */
 final class Completion {
   private Completion() {}

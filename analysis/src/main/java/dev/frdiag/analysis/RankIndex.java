@@ -28,6 +28,8 @@ final class RankIndex {
     long enqueued = -1;
     long started = -1;
     long completed = -1;
+    /** The last collective the rank's own status (pg_status) reports completed; -1 when it reports none. */
+    long reportedCompleted = -1;
     long p2pEnqueued = -1;
     long p2pCompleted = -1;
     long lastProgressNs;
@@ -50,6 +52,14 @@ final class RankIndex {
     /** Oldest collective seq held in the ring; older seqs were overwritten. */
     long oldestHeld = Long.MAX_VALUE;
     long oldestHeldP2p = Long.MAX_VALUE;
+
+    /**
+     * Whether {@code r}, a record of this track, left the work list above the last collective the rank's status
+     * reports completed: on gloo, a collective that failed (Completion).
+     */
+    boolean retiredFailed(CollectiveRecord r) {
+      return Completion.retiredUnknown(r) && reportedCompleted >= 0 && r.getCollectiveSeq() > reportedCompleted;
+    }
 
     /** Whether this track's oldest incomplete record is older than {@code other}'s; both hold one. */
     boolean holdsOlderThan(Track other) {
@@ -157,6 +167,7 @@ final class RankIndex {
       t.enqueued = Math.max(t.enqueued, p.getLastEnqueuedSeq());
       t.started = Math.max(t.started, p.getLastStartedSeq());
       t.completed = Math.max(t.completed, p.getLastCompletedSeq());
+      t.reportedCompleted = Math.max(t.reportedCompleted, p.getLastCompletedSeq());
       t.p2pEnqueued = Math.max(t.p2pEnqueued, p.getLastEnqueuedP2PSeq());
       t.p2pCompleted = Math.max(t.p2pCompleted, p.getLastCompletedP2PSeq());
       t.lastProgressNs = Math.max(t.lastProgressNs, p.getLastProgressNs());

@@ -187,14 +187,16 @@ final class StuckOperations {
 
   /**
    * Whether a member completed collective (g, seq), one that ends on a member only once every member joined it, while
-   * each member shown short of it was observed within the group's rhythm of its first issue: evidence taken a moment
-   * before the completion (§3, "A consistent cut"). A member shown short of it long after it was issued, or at an
+   * each member shown short of it was observed before its last member issued it (so before it could complete), or
+   * within the group's rhythm of its first issue: evidence taken a moment before the completion (§3, "A consistent
+   * cut"). A member shown short of it long after it was issued, or at an
    * unknown time, is not explained by the moment of its dump, and neither is a member whose own watchdog timed out
    * in it (the members disagree on what seq is, §4). Noted in {@link #earlierCuts} for the members shown short of
    * it.
    */
   private boolean completedElsewhere(GroupKey g, long seq) {
     List<Integer> completed = new ArrayList<>();
+    List<Integer> retired = new ArrayList<>();
     List<Integer> shortOfIt = new ArrayList<>();
     String op = null;
     for (int member : index.members.get(g)) {
@@ -212,6 +214,8 @@ final class StuckOperations {
       }
       if (completedBy(r, recs)) {
         completed.add(member);
+      } else if (retiredNotFailed(r, g, recs)) {
+        retired.add(member);
       } else if (!r.evidence.isEmpty()) {
         shortOfIt.add(member);
       }
@@ -219,18 +223,27 @@ final class StuckOperations {
     if (completed.isEmpty() || op == null || !CollectiveJoin.needsEveryMember(op)) {
       return false;
     }
+    // It ended on a member only once every member had joined it: a member that retired it, its own status reporting
+    // no failure, completed it too.
+    completed.addAll(retired);
     long firstIssued = Long.MAX_VALUE;
+    long lastIssued = 0;
     for (int member : index.members.get(g)) {
       for (CollectiveRecord rec : index.recordsOf(member, g, seq, false)) {
         if (rec.getTimeCreatedNs() > 0) {
           firstIssued = Math.min(firstIssued, rec.getTimeCreatedNs());
+          lastIssued = Math.max(lastIssued, rec.getTimeCreatedNs());
         }
       }
     }
     long within = Rhythm.WAIT_RHYTHMS * rhythm.interval(g);
     for (int member : shortOfIt) {
       long observed = index.rank(member).evidence.observedAtNs();
-      if (observed <= 0 || firstIssued == Long.MAX_VALUE || within <= 0 || observed - firstIssued >= within) {
+      // Taken before the last member issued it, the evidence predates the completion, which cannot come sooner.
+      boolean beforeItCouldComplete = observed > 0 && observed < lastIssued;
+      boolean withinRhythm = observed > 0 && firstIssued != Long.MAX_VALUE && within > 0
+          && observed - firstIssued < within;
+      if (!beforeItCouldComplete && !withinRhythm) {
         return false;
       }
     }
@@ -262,6 +275,17 @@ final class StuckOperations {
     }
     CollectiveRecord last = recs.get(recs.size() - 1);
     return last.getState() == CollectiveState.COMPLETED || wentOnFrom(r, last);
+  }
+
+  /**
+   * Whether {@code recs}, one rank's gloo records of one collective of {@code g}, all left the work list with nothing
+   * of the rank after them and its status not reporting them failed ({@link RankIndex.Track#retiredFailed}):
+   * completed or failed, the records alone cannot say.
+   */
+  private static boolean retiredNotFailed(RankIndex r, GroupKey g, List<CollectiveRecord> recs) {
+    RankIndex.Track t = r.tracks.get(g);
+    return !recs.isEmpty() && t != null
+        && recs.stream().allMatch(rec -> Completion.retiredUnknown(rec) && !t.retiredFailed(rec));
   }
 
   /**
@@ -305,16 +329,24 @@ final class StuckOperations {
     return r.newest != null && r.newest != rec && RankIndex.isBefore(rec, r.newest);
   }
 
-  /** Whether a member of {@code g} answered and never issued collective {@code seq} of it. */
   /**
    * Whether gloo collective (g, seq), retired on some member with nothing after it, failed rather than completed:
-   * no member went on from it, and a member never issued it. A member observed before its first issue counts only
-   * when a member's wait in it ended, without completing, after longer than a few of the group's intervals: the
-   * collective then ended in an error, not in the moment a dump was taken.
+   * no member went on from it, and a member's status reports it not completed or a member never issued it. A
+   * member observed before its first issue counts only when a member's wait in it ended, without completing, after
+   * longer than a few of the group's intervals: the collective then ended in an error, not in the moment a dump was
+   * taken.
    */
   boolean failed(GroupKey g, long seq) {
     if (wentOnFromAnywhere(g, seq)) {
       return false;
+    }
+    for (int member : index.members.get(g)) {
+      RankIndex r = index.rank(member);
+      RankIndex.Track t = r == null ? null : r.tracks.get(g);
+      // The member's own status says it never completed what it retired: the failure is its own evidence.
+      if (t != null && index.recordsOf(member, g, seq, false).stream().anyMatch(t::retiredFailed)) {
+        return true;
+      }
     }
     long within = Rhythm.WAIT_RHYTHMS * rhythm.interval(g);
     boolean endedAfterLongWait = false;
@@ -331,6 +363,10 @@ final class StuckOperations {
     return someoneNeverIssued(g, seq, endedAfterLongWait);
   }
 
+  /**
+   * Whether a member of {@code g} answered and never issued collective {@code seq} of it; one observed before anyone
+   * issued it counts only with {@code countEarlier}.
+   */
   private boolean someoneNeverIssued(GroupKey g, long seq, boolean countEarlier) {
     long firstIssued = Long.MAX_VALUE;
     for (int member : index.members.get(g)) {

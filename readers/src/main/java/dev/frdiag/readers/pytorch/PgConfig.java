@@ -20,7 +20,8 @@ import java.util.Set;
 
 /**
  * A dump's {@code pg_config}: the process groups it lists, by name in file order, with their members and the
- * rank layout their comms ids are made from. Groups that list no members are left out with a warning.
+ * rank layout their comms ids are made from. Groups that list no members, or have no name, are left out with a
+ * warning.
  */
 final class PgConfig {
   // Set.of(...).contains(null) throws: check that a key is a String before looking it up.
@@ -100,6 +101,12 @@ final class PgConfig {
         }
       }
       int[] ranks = ranks(g.get("ranks"), where);
+      if (name.isEmpty()) {
+        // PyTorch names every group it records on ('0' the default, then '1', ...); gloo (2.13) writes one unnamed
+        // entry beside them, with the world's ranks or none, which no record names.
+        warnings.add(where + " has no name, so no record is on it: it is left out");
+        continue;
+      }
       if (ranks.length == 0) {
         warnings.add(where + " lists no members; records on it get no peer and no comms_id");
         continue;
