@@ -10,9 +10,12 @@ import dev.frdiag.analysis.Lateness;
 import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
+import dev.frdiag.analysis.Ranks;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeFormatterBuilder;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -38,6 +41,8 @@ import java.util.TreeMap;
  *     involved with the findings on each; null (left out of the JSON) otherwise
  * @param lateness for a straggler analysis, how late each rank arrived at the window's collectives; null (left out
  *     of the JSON) otherwise
+ * @param recoveredAt for a hang that ended by itself (the job moved again with no one's help), when the daemon saw
+ *     it move; null (left out of the JSON) otherwise ({@link #recovered})
  */
 // What ReportJson leaves out of the document (empty scheduler and group progress, null fabric and lateness) reads
 // back as it was written; "exclude" is derived, written for readers and never read back into the record.
@@ -46,18 +51,20 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     double confidence, List<Evidence> evidence, Instant createdAt, Trigger trigger, List<TimelineEntry> timeline,
     List<Culprit> culprits, List<StuckCollective> stuckCollectives, List<Diagnosis.RankGroup> rankStates,
     String recommendation,
-    Map<String, String> scheduler, List<GroupProgress> groupProgress, FabricMap fabric, Lateness lateness) {
+    Map<String, String> scheduler, List<GroupProgress> groupProgress, FabricMap fabric, Lateness lateness,
+    Instant recoveredAt) {
 
   public static final String SCHEMA = "frdiag.report/v1";
 
   /**
    * The hosts a restart of the job should leave out (Slurm {@code --exclude}, Kubernetes node names): the culprits'
    * hosts when what went wrong sits on them (a GPU, a process, a node's network); empty for a program bug, a
-   * fabric-wide fault or a stall whose cause may be the program, since another host would not help there.
+   * fabric-wide fault or a stall whose cause may be the program, since another host would not help there; empty too
+   * once the hang ended by itself.
    */
   public List<String> exclude() {
-    boolean onTheHost = verdict == Verdict.HANG && (symptom == Symptom.GPU_STALL || symptom == Symptom.DEAD_RANK
-        || symptom == Symptom.NODE_NETWORK);
+    boolean onTheHost = verdict == Verdict.HANG && recoveredAt == null && (symptom == Symptom.GPU_STALL
+        || symptom == Symptom.DEAD_RANK || symptom == Symptom.NODE_NETWORK);
     return onTheHost ? culpritHosts : List.of();
   }
 
@@ -76,6 +83,29 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     // Sorted, so the JSON and the text list the keys in one order.
     scheduler = scheduler == null ? Map.of() : Collections.unmodifiableMap(new TreeMap<>(scheduler));
     groupProgress = groupProgress == null ? List.of() : List.copyOf(groupProgress);
+  }
+
+  /**
+   * This report of a hang, ended by itself at {@code at}: the job moved again with no one's help, so what the report
+   * names slowed the job rather than hung it (DIAGNOSIS.md §3, "A stall that ends by itself"). Its headline and
+   * recommendation say so and offer nothing to drain or exclude; its timeline ends with the recovery and how long
+   * the job stood still, counted from the first divergence when the report knows it, else from the report.
+   */
+  public Report recovered(Instant at) {
+    Instant since = timeline.stream().filter(t -> t.event().startsWith(ReportDraft.FIRST_DIVERGENCE))
+        .map(TimelineEntry::at).findFirst().orElse(createdAt);
+    String stalled = String.format(java.util.Locale.ROOT, "%.1f s", Duration.between(since, at).toMillis() / 1000.0);
+    List<TimelineEntry> after = new ArrayList<>(timeline);
+    after.add(new TimelineEntry(at, "recovered: every group that had stalled advanced again; the job stood still "
+        + stalled));
+    String who = culpritRanks.isEmpty() ? "the ranks" : culpritRanks.size() == 1 ? "rank " + culpritRanks.get(0)
+        : "ranks " + Ranks.compact(culpritRanks);
+    return new Report(schema, reportId, job, verdict, symptom, "Recovered by itself after standing still " + stalled
+        + ". " + headline, culpritRanks, culpritHosts, collective, confidence, evidence, createdAt, trigger, after,
+        culprits, stuckCollectives, rankStates, "Nothing to drain or exclude: the job moved again by itself, a "
+        + "slowdown rather than a hang. If it recurs, look at what " + who + " did meanwhile (a checkpoint save, a "
+        + "data loader, a long host-side step): the stacks and records above are from the stall.", scheduler,
+        groupProgress, fabric, lateness, at);
   }
 
   /** ISO-8601 in UTC with as many fraction digits as the instant needs: 09:26:53.5Z, 09:26:53.589793Z. */
@@ -163,6 +193,6 @@ public record Report(String schema, String reportId, String job, Verdict verdict
     return new Report(SCHEMA, reportId, job, d.verdict(), d.symptom(), d.headline(), d.culpritRanks(),
         d.culpritHosts(), d.collective(), d.confidence(), d.evidence(), createdAt, trigger, timeline,
         d.culprits(), d.stuck(), d.rankStates(), d.recommendation(), scheduler, d.progress(), d.fabric(),
-        d.lateness());
+        d.lateness(), null);
   }
 }

@@ -19,9 +19,10 @@ final class ReportFields {
   /**
    * The fields a report may leave null, by their path with list indexes left out: a report with no stuck operation
    * (no hang, a log-only verdict) names no collective, and says so; {@code fabric} and {@code lateness} belong to
-   * network and straggler verdicts only, and the JSON leaves them out when null.
+   * network and straggler verdicts only, {@code recovered_at} to hangs that ended by itself, and the JSON leaves them
+   * out when null.
    */
-  private static final Set<String> MAY_BE_NULL = Set.of("collective", "fabric", "lateness");
+  private static final Set<String> MAY_BE_NULL = Set.of("collective", "fabric", "lateness", "recovered_at");
   /** The lists whose elements may be null: a straggler's lateness in a time bucket where it joined no collective. */
   private static final Set<String> MAY_HOLD_NULL = Set.of("lateness.ranks.late_by_bucket_ns");
   /** Nesting deeper than any report has: a document built to exhaust the stack is refused, not followed. */

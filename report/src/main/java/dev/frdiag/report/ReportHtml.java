@@ -91,6 +91,10 @@ public final class ReportHtml {
     }
     dt(b, "created", h(DateTimeFormatter.ISO_INSTANT.format(r.createdAt().truncatedTo(ChronoUnit.SECONDS)))
         + " (trigger: " + h(r.trigger().wire()) + ")");
+    if (r.recoveredAt() != null) {
+      dt(b, "recovered", "<span id=\"recovered\">" + h(DateTimeFormatter.ISO_INSTANT.format(
+          r.recoveredAt().truncatedTo(ChronoUnit.SECONDS))) + " (the job moved again by itself)</span>");
+    }
     if (r.collective() != null) {
       dt(b, "collective", h(r.collective().label() + (r.collective().processGroupDesc().isEmpty() ? ""
           : " (" + r.collective().processGroupDesc() + ")")

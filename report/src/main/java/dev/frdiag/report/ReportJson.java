@@ -147,6 +147,9 @@ public final class ReportJson {
       gen.writeFieldName("lateness");
       lateness(gen, r.lateness());
     }
+    if (r.recoveredAt() != null) {
+      gen.writeStringField("recovered_at", Report.time(r.recoveredAt()));
+    }
     if (!r.exclude().isEmpty()) {
       strings(gen, "exclude", r.exclude());
     }
@@ -358,7 +361,7 @@ public final class ReportJson {
 
   /**
    * Parses a report and checks that every field its readers rely on is there (only {@code collective} may be null,
-   * and the fields the JSON leaves out when null: {@code fabric}, {@code lateness}).
+   * and the fields the JSON leaves out when null: {@code fabric}, {@code lateness}, {@code recovered_at}).
    *
    * @throws IllegalArgumentException naming what is wrong, and the field, when the text is not a whole
    *     frdiag.report/v1 document

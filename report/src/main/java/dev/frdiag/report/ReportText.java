@@ -61,6 +61,10 @@ public final class ReportText {
     }
     field(sb, md, "created", DateTimeFormatter.ISO_INSTANT.format(r.createdAt().truncatedTo(ChronoUnit.SECONDS))
         + " (trigger: " + r.trigger().wire() + ")");
+    if (r.recoveredAt() != null) {
+      field(sb, md, "recovered", DateTimeFormatter.ISO_INSTANT.format(r.recoveredAt().truncatedTo(ChronoUnit.SECONDS))
+          + " (the job moved again by itself)");
+    }
     CollectiveRef c = r.collective();
     if (c != null) {
       field(sb, md, "collective", c.processGroup() + (c.processGroupDesc().isEmpty() ? ""

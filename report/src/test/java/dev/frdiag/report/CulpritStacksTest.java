@@ -19,7 +19,7 @@ class CulpritStacksTest {
     return new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(), r.culpritRanks(),
         r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(), r.timeline(),
         List.of(stuck), r.stuckCollectives(), r.rankStates(), r.recommendation(), r.scheduler(), r.groupProgress(),
-        r.fabric(), r.lateness());
+        r.fabric(), r.lateness(), r.recoveredAt());
   }
 
   @Test

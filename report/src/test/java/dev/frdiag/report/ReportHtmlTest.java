@@ -82,7 +82,7 @@ class ReportHtmlTest {
     Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
         r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
         r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), r.scheduler(),
-        List.of(), null, null);
+        List.of(), null, null, null);
     String html = ReportHtml.page(none);
     assertThat(html).doesNotContain("class=\"grid\"").contains("id=\"cascade\"").contains("Inspect the culprit");
   }

@@ -48,6 +48,37 @@ class ReportJsonTest {
     assertThat(ReportJson.read(golden())).isEqualTo(everyField());
   }
 
+  /**
+   * A hang that ended by itself: said in the headline, the timeline and a field of its own in every format, with
+   * nothing to drain or exclude, and read back as written.
+   */
+  @Test
+  void aHangThatEndedByItselfSaysSoAndOffersNothingToLeaveOut() {
+    Report r = everyField();
+    Report dead = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), Symptom.DEAD_RANK, r.headline(),
+        r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
+        r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), r.scheduler(),
+        r.groupProgress(), r.fabric(), r.lateness(), null);
+    assertThat(dead.exclude()).containsExactly("node-b");
+    Instant at = r.createdAt().plusSeconds(40);
+
+    Report recovered = dead.recovered(at);
+
+    assertThat(recovered.recoveredAt()).isEqualTo(at);
+    assertThat(recovered.exclude()).isEmpty();
+    assertThat(recovered.headline()).startsWith("Recovered by itself after standing still ").endsWith(r.headline());
+    assertThat(recovered.recommendation()).startsWith("Nothing to drain or exclude").contains("rank 5");
+    Report.TimelineEntry last = recovered.timeline().get(recovered.timeline().size() - 1);
+    assertThat(last.at()).isEqualTo(at);
+    assertThat(last.event()).startsWith("recovered: every group that had stalled advanced again");
+    String json = ReportJson.write(recovered);
+    assertThat(json).contains("\"recovered_at\" : \"" + Report.time(at) + "\"").doesNotContain("\"exclude\"");
+    assertThat(ReportJson.read(json)).isEqualTo(recovered);
+    assertThat(ReportText.plain(recovered)).contains("recovered").doesNotContain("srun --exclude");
+    assertThat(ReportHtml.page(recovered)).contains("id=\"recovered\"").doesNotContain("srun --exclude");
+    assertThat(ReportJson.write(dead)).doesNotContain("recovered_at");
+  }
+
   @Test
   void textNamesTheSchedulerJob() {
     assertThat(ReportText.plain(everyField())).contains("  scheduler      slurm.job_id=4242, slurm.job_name=llama-7b,"
@@ -61,7 +92,7 @@ class ReportJsonTest {
     Report none = new Report(r.schema(), r.reportId(), r.job(), r.verdict(), r.symptom(), r.headline(),
         r.culpritRanks(), r.culpritHosts(), r.collective(), r.confidence(), r.evidence(), r.createdAt(), r.trigger(),
         r.timeline(), r.culprits(), r.stuckCollectives(), r.rankStates(), r.recommendation(), Map.of(),
-        r.groupProgress(), r.fabric(), r.lateness());
+        r.groupProgress(), r.fabric(), r.lateness(), r.recoveredAt());
 
     assertThat(ReportJson.write(none)).doesNotContain("scheduler");
   }

@@ -113,13 +113,18 @@ final class AlertBodies {
       notes.put("exclude", String.join(",", r.exclude()));
     }
     alert.put("startsAt", r.createdAt().toString());
+    if (r.recoveredAt() != null) {
+      // The same labels as the alert the hang raised: Alertmanager resolves that alert at endsAt.
+      alert.put("endsAt", r.recoveredAt().toString());
+    }
     return alerts.toString();
   }
 
   /** Slack's incoming webhook: a text message (Slack's own markup, rank text made safe). */
   private static String slack(Report r) {
     StringBuilder text = new StringBuilder();
-    text.append("*frdiag ").append(r.verdict()).append(" · ").append(r.symptom()).append("* job `")
+    text.append(r.recoveredAt() == null ? "" : "*resolved* ").append("*frdiag ").append(r.verdict()).append(" · ")
+        .append(r.symptom()).append("* job `")
         .append(UntrustedText.line(r.job())).append("` (").append(r.reportId()).append(")\n")
         .append(UntrustedText.line(r.headline()));
     if (!r.culpritRanks().isEmpty()) {

@@ -55,6 +55,11 @@ public final class Fleet implements ReportSink {
 
   @Override
   public void accept(Report report) {
+    if (report.recoveredAt() != null) {
+      // The same report, written again when its hang ended by itself: what it counted was a slowdown.
+      memory.retract(StoredReport.of(report));
+      return;
+    }
     for (Standing s : memory.add(StoredReport.of(report), clock.instant(), true)) {
       log.warn("fleet: {}: {} (score {}); drain: {}", s.part().display(), s.summary(),
           String.format(java.util.Locale.ROOT, "%.2f", s.score()), s.drain().isEmpty() ? "-" : s.drain());

@@ -112,6 +112,33 @@ public final class FleetMemory {
   }
 
   /**
+   * Takes back what {@code report} added when it was read as a hang, now that the hang ended by itself: each part it
+   * named loses that incident. One no longer among its job's last few on the part (or folded into the part's
+   * anonymous numbers) stays counted: a recovery comes seconds after its report, long before either.
+   */
+  public void retract(StoredReport report) {
+    Map<Part, Sightings.Role> named = Sightings.named(report);
+    synchronized (lock) {
+      for (Map.Entry<Part, Sightings.Role> e : named.entrySet()) {
+        Tally t = parts.get(e.getKey());
+        JobTally j = t == null ? null : t.jobs.get(report.job());
+        if (j == null || !j.recent.removeIf(i -> i.reportId().equals(report.reportId()))) {
+          continue;
+        }
+        j.incidents--;
+        j.asCulprit -= e.getValue() == Sightings.Role.CULPRIT ? 1 : 0;
+        j.symptoms[report.symptom().ordinal()]--;
+        if (j.incidents == 0) {
+          t.jobs.remove(report.job());
+        }
+        if (t.jobs.isEmpty() && t.foldedJobs == 0) {
+          parts.remove(e.getKey());
+        }
+      }
+    }
+  }
+
+  /**
    * Marks every part at the alert score as of {@code now} as alerted, so that what was read without alerting (the
    * store at start) is not alerted on later.
    */

@@ -13,7 +13,7 @@ import java.util.TreeMap;
  * Which parts one report blames or marks; a pure function of the report's summary (what the store keeps of it).
  *
  * <p>Only hangs count, and not a program mismatch: ranks that issued different collectives do so on any host, so
- * their hosts are not at fault (docs/DIAGNOSIS.md, "Fleet memory"). A culprit host counts as a culprit; its GPU
+ * their hosts are not at fault; nor a hang that ended by itself (docs/DIAGNOSIS.md, "Fleet memory"). A culprit host counts as a culprit; its GPU
  * too when the verdict is a GPU stall. What the node findings of a network verdict mark (a host, a GPU, a NIC, a
  * port, the link to a named peer) counts as marked. A part both blamed and marked counts once, as a culprit.
  */
@@ -33,10 +33,15 @@ public final class Sightings {
 
   /** The parts {@code report} names, each once, culprits first; empty for reports that blame no hardware. */
   public static Map<Part, Role> of(StoredReport report) {
+    return counts(report) ? named(report) : new TreeMap<>();
+  }
+
+  /**
+   * The parts {@code report} names whether or not fleet memory counts it: those a hang's report counted before the
+   * hang ended by itself.
+   */
+  static Map<Part, Role> named(StoredReport report) {
     Map<Part, Role> parts = new TreeMap<>();
-    if (!counts(report)) {
-      return parts;
-    }
     for (String host : report.culpritHosts()) {
       if (known(host)) {
         parts.put(Part.host(host), Role.CULPRIT);
@@ -84,9 +89,12 @@ public final class Sightings {
     return parts;
   }
 
-  /** True for the reports fleet memory reads: hangs blaming something other than the program. */
+  /**
+   * True for the reports fleet memory reads: hangs blaming something other than the program, and not one that ended
+   * by itself (a slowdown: nothing in it failed for good).
+   */
   static boolean counts(StoredReport report) {
-    return report.verdict() == Verdict.HANG && report.symptom() != Symptom.MISMATCH;
+    return report.verdict() == Verdict.HANG && report.symptom() != Symptom.MISMATCH && report.recoveredAt() == null;
   }
 
   private static Part gpu(String host, int device) {

@@ -36,6 +36,9 @@ public final class DaemonMetrics {
       .help("Incidents opened (investigations run), by what triggered them").labelNames("trigger").register(registry);
   private final Counter reports = Counter.builder().name("frdiag_reports_total")
       .help("Reports written, by verdict and symptom").labelNames("verdict", "symptom").register(registry);
+  private final Counter recovered = Counter.builder().name("frdiag_hangs_recovered_total")
+      .help("Hangs reported that ended by themselves (the job moved again, no rank restarted), by symptom")
+      .labelNames("symptom").register(registry);
   private final Histogram detectionToReport = Histogram.builder().name("frdiag_detection_to_report_seconds")
       .help("Time from an incident's detection to its report on disk").unit(null)
       .classicUpperBounds(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300).classicOnly().register(registry);
@@ -204,6 +207,11 @@ public final class DaemonMetrics {
 
   public void incidentOpened(Report.Trigger trigger) {
     incidents.labelValues(trigger.wire()).inc();
+  }
+
+  /** A reported hang ended by itself; its report was rewritten to say so. */
+  public void hangRecovered(Report report) {
+    recovered.labelValues(report.symptom().name()).inc();
   }
 
   /** A report reached the disk {@code sinceDetection} after its incident was detected. */

@@ -72,6 +72,9 @@ public final class Incident {
   private boolean gathered;
   @GuardedBy("lock")
   private long reportedNanos;
+  /** The open incident's report, once written; null before, or when its analysis failed. */
+  @GuardedBy("lock")
+  private String reportId;
   /**
    * The gathers running for the job: the open incident's, and an on-demand diagnosis's. Written under the lock, read
    * without it: a rank's dump reply finds its gather without waiting behind the job's heartbeats.
@@ -274,14 +277,24 @@ public final class Incident {
     return gathers;
   }
 
-  /** The open incident's investigation is over (its report written, or its analysis failed) at {@code nowNanos}. */
-  public void reported(long nowNanos) {
+  /**
+   * The open incident's investigation is over at {@code nowNanos}: its report {@code reportId} written, or its
+   * analysis failed ({@code reportId} null).
+   */
+  public void reported(long nowNanos, String reportId) {
     synchronized (lock) {
       if (open) {
         reportedNanos = nowNanos;
+        this.reportId = reportId;
       }
     }
   }
+
+  /**
+   * How an incident ended: {@code recovered} when the job moved again by itself (no rank lost, none restarted), else
+   * it went quiet after its report; {@code reportId} its report, null when none was written.
+   */
+  public record Closed(boolean recovered, String reportId) {}
 
   /**
    * Closes the open incident when it is over, and says whether it did: once the job recovered (DIAGNOSIS.md §3, "When
@@ -289,12 +302,15 @@ public final class Incident {
    * since it opened; for other triggers, any group has), or, for an incident a rank event or a lost rank opened, once
    * its report is written and {@code quiet} has passed: ranks fed by the node agent report no progress, so
    * "progress resumed" would never close it, and the job's next hang would go unreported. Events during the quiet
-   * period belong to the same hang.
+   * period belong to the same hang. A job that moved again with none of its ranks restarted recovered by itself
+   * (DIAGNOSIS.md §3, "A stall that ends by itself"); one whose processes were restarted did not.
+   *
+   * @return how it ended, or null while it goes on
    */
-  public boolean closeIfOver(long nowNanos, Duration quiet) {
+  public Closed closeIfOver(long nowNanos, Duration quiet) {
     synchronized (lock) {
       if (!open) {
-        return false;
+        return null;
       }
       Collection<RankState> all = ranks.all();
       boolean anyLost = all.stream().anyMatch(r -> r.liveness() == Liveness.LOST);
@@ -303,22 +319,25 @@ public final class Incident {
       boolean advanced = groups.isEmpty()
           ? all.stream().anyMatch(r -> r.liveness() == Liveness.ALIVE && r.advancedSince(openedAtNanos))
           : groups.stream().allMatch(g -> StallCheck.advancedSince(all, g, openedAtNanos));
+      String report = reportId;
       if (!anyLost && advanced) {
+        boolean restarted = all.stream().anyMatch(r -> r.restartedSince(openedAtNanos));
         close();
-        return true;
+        return new Closed(!restarted, report);
       }
       if (trigger != Report.Trigger.STALL && reportedNanos != 0 && nowNanos - reportedNanos >= quiet.toNanos()) {
         close();
         all.forEach(RankState::eventsHandled);
-        return true;
+        return new Closed(false, report);
       }
-      return false;
+      return null;
     }
   }
 
   @GuardedBy("lock")
   private void close() {
     open = false;
+    reportId = null;
     quietAtLastCheckNanos = -1;
   }
 

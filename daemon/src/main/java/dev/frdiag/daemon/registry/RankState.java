@@ -84,6 +84,8 @@ final class RankState {
   /** What it holds, as {@link StateBudget} counts it ({@link StateBytes}); the parts below are within it. */
   private long bytes = StateBytes.RANK;
   private long progressBytes;
+  /** When a new process last took the rank over (daemon monotonic time); MIN_VALUE when none has. */
+  private long restartedAtNanos = Long.MIN_VALUE;
   private long framesBytes;
 
   /**
@@ -93,6 +95,7 @@ final class RankState {
    */
   void attach(RankIdentity identity, RankLink link, String session, long dropped, long nowNanos, long nowMs) {
     if (this.identity != null && this.identity.getPid() != identity.getPid()) {
+      restartedAtNanos = nowNanos;
       if (window != null) {
         window.clear();
       }
@@ -424,6 +427,11 @@ final class RankState {
   boolean advancedSince(String name, long sinceNanos) {
     Long advanced = lastAdvanceNanos.get(name);
     return advanced != null && advanced > sinceNanos;
+  }
+
+  /** Whether a new process took the rank over (another pid), by the daemon's clock, after {@code sinceNanos}. */
+  boolean restartedSince(long sinceNanos) {
+    return restartedAtNanos != Long.MIN_VALUE && restartedAtNanos > sinceNanos;
   }
 
   /** Whether it advanced any group, by the daemon's clock, after {@code sinceNanos}. */

@@ -158,11 +158,16 @@ public final class ReportStore {
     return r;
   }
 
+  /** Adds a report's summary, or replaces the one it had: a report written again (a hang that ended by itself). */
   @GuardedBy("lock")
   private void add(SummaryIndex.Line line) {
     StoredReport r = line.report();
-    byJob.computeIfAbsent(r.job(), j -> new ArrayList<>()).add(r);
-    byId.put(r.reportId(), line);
+    List<StoredReport> reports = byJob.computeIfAbsent(r.job(), j -> new ArrayList<>());
+    if (byId.put(r.reportId(), line) == null) {
+      reports.add(r);
+    } else {
+      reports.replaceAll(old -> old.reportId().equals(r.reportId()) ? r : old);
+    }
   }
 
   /** The summaries as index lines: what a rewrite of the index holds. */
@@ -202,7 +207,8 @@ public final class ReportStore {
 
   /**
    * Writes the report (JSON and Markdown) durably, indexes it, then tells {@code onDurable}. When the disk refuses
-   * it, the report is kept in memory and {@link #retryPending} writes it later; {@code onDurable} runs then.
+   * it, the report is kept in memory and {@link #retryPending} writes it later; {@code onDurable} runs then. A report
+   * with the id of one already stored replaces it (a hang that ended by itself, {@link Report#recovered}).
    */
   public void save(Report report, Consumer<Report> onDurable) {
     save(report, onDurable, why -> { });

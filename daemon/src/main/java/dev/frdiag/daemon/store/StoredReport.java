@@ -17,10 +17,11 @@ import java.util.Objects;
  * @param culpritGpus the culprits' GPUs, where the report names host and device
  * @param fabric the failing parts of the report's fabric picture only (a finding's detail and source left out);
  *     null when the report has none
+ * @param recoveredAt when the hang it reports ended by itself; null when it did not (or not yet)
  */
 public record StoredReport(String reportId, String job, Instant createdAt, Report.Trigger trigger, Verdict verdict,
     Symptom symptom, String headline, List<Integer> culpritRanks, List<String> culpritHosts, List<Gpu> culpritGpus,
-    FabricMap fabric) {
+    FabricMap fabric, Instant recoveredAt) {
 
   /** A culprit's GPU: the host it sits on and its CUDA device ordinal. */
   public record Gpu(String host, int device) {
@@ -54,7 +55,7 @@ public record StoredReport(String reportId, String job, Instant createdAt, Repor
     }
     return new StoredReport(report.reportId(), report.job(), report.createdAt(), report.trigger(), report.verdict(),
         report.symptom(), report.headline(), report.culpritRanks(), report.culpritHosts(), gpus,
-        failing(report.fabric()));
+        failing(report.fabric()), report.recoveredAt());
   }
 
   /** The parts of {@code fabric} a fault finding names, with only those findings; null when none. */

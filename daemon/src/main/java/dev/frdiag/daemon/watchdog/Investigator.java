@@ -16,6 +16,7 @@ import dev.frdiag.daemon.store.ReportNotStoredException;
 import dev.frdiag.daemon.store.ReportStore;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
+import dev.frdiag.proto.v1.Verdict;
 import dev.frdiag.report.Report;
 import dev.frdiag.report.ReportDraft;
 import dev.frdiag.report.ReportSink;
@@ -272,6 +273,42 @@ public final class Investigator {
     Report report = ReportDraft.of(job.id(), Report.Trigger.STRAGGLER).scheduler(job.scheduler())
         .finish(store.nextReportId(job.id()), d, clock.get(), describe(Report.Trigger.STRAGGLER) + ": " + how);
     return durably(job, report, detectedNanos, refused -> { });
+  }
+
+  /**
+   * Rewrites report {@code reportId} of {@code job}, a hang that ended by itself: it says when, offers nothing to
+   * drain or exclude, and its sinks hear of it again (alerts resolve, fleet memory takes back what it counted;
+   * DIAGNOSIS.md §3, "A stall that ends by itself"). A report that is not a hang's, or was rewritten already, stays.
+   */
+  public void recovered(Job job, String reportId) {
+    Instant at = clock.get();
+    try {
+      executor.execute(() -> rewriteRecovered(job, reportId, at));
+    } catch (RejectedExecutionException e) {
+      log.warn("job {}: its hang ended by itself, but the daemon is stopping: report {} stays as it was", job.id(),
+          reportId);
+    }
+  }
+
+  private void rewriteRecovered(Job job, String reportId, Instant at) {
+    Report report;
+    try {
+      report = store.get(reportId).orElse(null);
+    } catch (RuntimeException e) {
+      log.warn("job {}: its hang ended by itself, but report {} cannot be read to say so: {}", job.id(), reportId,
+          e.getMessage());
+      return;
+    }
+    if (report == null || report.verdict() != Verdict.HANG || report.recoveredAt() != null) {
+      return;
+    }
+    Report updated = report.recovered(at);
+    log.info("report {} job={}: the hang ended by itself ({})", reportId, job.id(),
+        updated.timeline().get(updated.timeline().size() - 1).event());
+    store.save(updated, stored -> {
+      metrics.hangRecovered(stored);
+      announce(stored);
+    }, why -> log.warn("report {} of job {}: its recovery waits for the disk: {}", reportId, job.id(), why));
   }
 
   /**

@@ -135,9 +135,13 @@ public final class Watchdog implements AutoCloseable {
     long now = nanoTime.getAsLong();
     Incident incident = job.incident();
     if (incident.isOpen()) {
-      if (incident.closeIfOver(now, settings.stallTimeout())) {
-        log.info("job {}: incident closed (progress resumed, or its report is out and the job went quiet)",
-            job.id());
+      Incident.Closed closed = incident.closeIfOver(now, settings.stallTimeout());
+      if (closed != null) {
+        log.info("job {}: incident closed ({})", job.id(), closed.recovered() ? "the job moved again by itself"
+            : "progress resumed after a restart, or its report is out and the job went quiet");
+        if (closed.recovered() && closed.reportId() != null) {
+          investigator.recovered(job, closed.reportId());
+        }
       }
       return;
     }
@@ -148,7 +152,7 @@ public final class Watchdog implements AutoCloseable {
     }
     log.warn("incident opened job={} trigger={}", job.id(), trigger);
     investigator.investigate(job, trigger, settings.snapshotDeadline()).whenComplete((report, error) -> {
-      incident.reported(nanoTime.getAsLong());
+      incident.reported(nanoTime.getAsLong(), report == null ? null : report.reportId());
       if (error != null) {
         log.error("investigation of job {} failed", job.id(), error);
       }

@@ -12,6 +12,7 @@ import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -98,6 +99,39 @@ class AlertDispatcherTest {
           default -> throw new AssertionError(r[0]);
         }
       }
+    }
+    assertThat(failed).isEmpty();
+  }
+
+  /**
+   * A hang that ended by itself resolves the alert it raised: Alertmanager gets the same labels with endsAt, Slack a
+   * message marked resolved, neither a host to exclude.
+   */
+  @Test
+  void aHangThatEndedByItselfResolvesItsAlert() throws Exception {
+    URI base = serve();
+    Report hang = report("llama", "GPU_STALL");
+    Instant at = hang.createdAt().plusSeconds(31);
+    try (AlertDispatcher d = new AlertDispatcher(List.of(AlertTarget.parse("alertmanager=" + base + "/api/v2/alerts"),
+        AlertTarget.parse("slack=" + base + "/slack")), Duration.ofMillis(10), failed::add)) {
+      d.accept(hang);
+      d.accept(hang.recovered(at));
+      ObjectMapper json = new ObjectMapper();
+      java.util.Map<String, List<JsonNode>> byPath = new java.util.HashMap<>();
+      for (int i = 0; i < 4; i++) {
+        String[] r = next();
+        byPath.computeIfAbsent(r[0], k -> new java.util.ArrayList<>()).add(json.readTree(r[1]));
+      }
+      List<JsonNode> alerts = byPath.get("/api/v2/alerts");
+      assertThat(alerts).hasSize(2);
+      assertThat(alerts.get(1).get(0).get("labels")).as("the labels the firing alert had")
+          .isEqualTo(alerts.get(0).get(0).get("labels"));
+      assertThat(alerts.get(0).get(0).has("endsAt")).isFalse();
+      assertThat(alerts.get(1).get(0).get("endsAt").asText()).isEqualTo(at.toString());
+      assertThat(alerts.get(1).get(0).get("annotations").has("exclude")).isFalse();
+      List<JsonNode> slack = byPath.get("/slack");
+      assertThat(slack.get(1).get("text").asText()).startsWith("*resolved* ").contains("Recovered by itself")
+          .doesNotContain("srun --exclude");
     }
     assertThat(failed).isEmpty();
   }

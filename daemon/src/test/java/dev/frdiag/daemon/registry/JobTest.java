@@ -270,7 +270,7 @@ class JobTest {
     job.event(0, "s0", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 1 * S);
     assertThat(job.incident().openIfDue(1 * S, 0, STALL, HEARTBEAT, GRACE)).isEqualTo(Trigger.WATCHDOG_TIMEOUT);
-    job.incident().reported(2 * S);
+    job.incident().reported(2 * S, null);
     // A late timeout line from another rank is part of the same hang.
     job.event(1, "s1", dev.frdiag.proto.v1.RankEvent.newBuilder()
         .setKind(dev.frdiag.proto.v1.RankEvent.Kind.WATCHDOG_TIMEOUT).build(), 3 * S);

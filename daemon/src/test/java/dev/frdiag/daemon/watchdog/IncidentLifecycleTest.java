@@ -2,6 +2,8 @@ package dev.frdiag.daemon.watchdog;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.daemon.fleet.Fleet;
+import dev.frdiag.daemon.fleet.FleetSettings;
 import dev.frdiag.daemon.registry.Incident;
 import dev.frdiag.daemon.registry.Incident.Phase;
 import dev.frdiag.daemon.registry.Job;
@@ -9,6 +11,8 @@ import dev.frdiag.daemon.registry.JobRegistry;
 import dev.frdiag.daemon.settings.DaemonSettings;
 import dev.frdiag.daemon.settings.Limits;
 import dev.frdiag.daemon.store.ReportStore;
+import dev.frdiag.proto.v1.CollectiveRecord;
+import dev.frdiag.proto.v1.CollectiveState;
 import dev.frdiag.proto.v1.DumpReply;
 import dev.frdiag.proto.v1.DumpRequest;
 import dev.frdiag.proto.v1.ProcessGroup;
@@ -60,8 +64,7 @@ class IncidentLifecycleTest {
   void anIncidentIsWatchedOpenedGatheredAnalysedReportedClosedAndExpiredInOneObject() {
     JobRegistry registry = new JobRegistry(64, Limits.builder().jobIdleExpiry(EXPIRY).build());
     ReportStore store = new ReportStore(dataDir);
-    Investigator investigator = new Investigator(store, analysis::add, scheduler,
-        () -> Instant.EPOCH.plusNanos(nanos.get()), nanos::get, STALL);
+    Investigator investigator = investigator(store);
     DaemonSettings settings = DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL)
         .stragglerInterval(Duration.ZERO).build();
     Watchdog watchdog = new Watchdog(registry, investigator, settings, nanos::get, () -> 0, scheduler);
@@ -120,9 +123,133 @@ class IncidentLifecycleTest {
     assertThat(store.list("job")).as("its report stays").hasSize(1);
   }
 
+  /**
+   * A stall that ends by itself (rank 1 saving a checkpoint for half a minute while rank 0 waits in the next
+   * collective): its report is rewritten to say when the job moved again and how long it stood still, it offers
+   * nothing to drain or exclude, its sinks hear of it again, and fleet memory stops counting its host (DIAGNOSIS.md
+   * §3, "A stall that ends by itself"). Written once more, not added: the job keeps one report of the incident, on
+   * disk as in memory.
+   */
+  @Test
+  void aStallThatEndsByItselfIsReportedAsRecoveredNotAsAHang() {
+    ReportStore store = new ReportStore(dataDir);
+    Investigator investigator = investigator(store);
+    List<Report> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+    investigator.addSink(heard::add);
+    Fleet fleet = new Fleet(FleetSettings.defaults(), java.time.Clock.fixed(Instant.EPOCH, java.time.ZoneOffset.UTC));
+    investigator.addSink(fleet);
+    JobRegistry registry = new JobRegistry(64, Limits.builder().jobIdleExpiry(EXPIRY).build());
+    Watchdog watchdog = watchdog(registry, investigator);
+    Job job = stalledAndReported(registry, watchdog);
+    Report hang = store.read(store.list("job").get(0));
+    assertThat(hang.verdict().name() + " " + hang.symptom() + " " + hang.culpritRanks())
+        .isEqualTo("HANG CPU_STALL [1]");
+    assertThat(fleet.standings(j -> true, true, null, 1)).as("the hang counted on rank 1's host")
+        .anySatisfy(s -> assertThat(s.part().host()).isEqualTo("node1"));
+
+    heartbeat(job, 1, STALL.plusSeconds(2), progress(6, 6));
+    heartbeat(job, 0, STALL.plusSeconds(2), progress(6, 6));
+    watchdog.checkAll();
+    assertThat(job.incident().phase()).isEqualTo(Phase.QUIET);
+    assertThat(analysis).as("the report's rewrite, on the analysis thread").hasSize(1);
+    analysis.poll().run();
+
+    Instant movedAgain = Instant.EPOCH.plusNanos(ORIGIN + STALL.plusSeconds(2).toNanos());
+    assertThat(store.list("job")).as("one report of the incident, rewritten").hasSize(1);
+    Report recovered = store.read(store.list("job").get(0));
+    assertThat(recovered.reportId()).isEqualTo(hang.reportId());
+    assertThat(recovered.recoveredAt()).isEqualTo(movedAgain);
+    assertThat(recovered.headline()).startsWith("Recovered by itself after standing still");
+    assertThat(recovered.exclude()).isEmpty();
+    assertThat(recovered.recommendation()).startsWith("Nothing to drain or exclude");
+    assertThat(recovered.timeline().get(recovered.timeline().size() - 1).event())
+        .startsWith("recovered: every group that had stalled advanced again; the job stood still");
+    assertThat(heard).extracting(Report::recoveredAt).containsExactly(null, movedAgain);
+    assertThat(fleet.standings(j -> true, true, null, 1)).as("a slowdown, not a hang of node1").isEmpty();
+    assertThat(new ReportStore(dataDir).list("job")).as("as the next start reads it")
+        .singleElement().satisfies(s -> assertThat(s.recoveredAt()).isEqualTo(movedAgain));
+    assertThat(new Fleet(FleetSettings.defaults(), java.time.Clock.fixed(Instant.EPOCH, java.time.ZoneOffset.UTC))
+        .rebuild(new ReportStore(dataDir)).standings(j -> true, true, null, 1)).isEmpty();
+  }
+
+  /** A job that moves again only once a rank's process was replaced did not recover by itself: its report stands. */
+  @Test
+  void aStallThatEndsInARestartStaysAHang() {
+    ReportStore store = new ReportStore(dataDir);
+    JobRegistry registry = new JobRegistry(64, Limits.builder().jobIdleExpiry(EXPIRY).build());
+    Watchdog watchdog = watchdog(registry, investigator(store));
+    Job job = stalledAndReported(registry, watchdog);
+    assertThat(store.list("job")).singleElement().satisfies(r -> assertThat(r.verdict().name()).isEqualTo("HANG"));
+
+    nanos.set(ORIGIN + STALL.plusSeconds(20).toNanos());
+    job.lost(1, "s1", nanos.get());
+    job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(1).setWorldSize(2).setHostname("node1")
+        .setPid(999).build(), List.of(WORLD), request -> { }, "s1b", 0, nanos.get(), 0);
+    job.heartbeat(1, "s1b", List.of(progress(6, 6)), 0, 0, false, nanos.get(), 0);
+    heartbeat(job, 0, STALL.plusSeconds(21), progress(6, 6));
+    watchdog.checkAll();
+
+    assertThat(job.incident().phase()).isEqualTo(Phase.QUIET);
+    assertThat(analysis).as("no rewrite").isEmpty();
+    assertThat(store.read(store.list("job").get(0)).recoveredAt()).isNull();
+  }
+
+  /** The investigator of the incidents, its analysis run on the test's queue, on the test's clock. */
+  private Investigator investigator(ReportStore store) {
+    return new Investigator(store, analysis::add, scheduler, () -> Instant.EPOCH.plusNanos(nanos.get()), nanos::get,
+        STALL);
+  }
+
+  /** The watchdog over {@code registry}, on the test's clock, with no straggler analysis. */
+  private Watchdog watchdog(JobRegistry registry, Investigator investigator) {
+    return new Watchdog(registry, investigator, DaemonSettings.builder().dataDir(dataDir).stallTimeout(STALL)
+        .stragglerInterval(Duration.ZERO).build(), nanos::get, () -> 0, scheduler);
+  }
+
+  /**
+   * A two-rank job whose rank 1 stops short of all_reduce #5, where rank 0 waits, for the stall timeout; returned
+   * once the incident's report (a CPU stall of rank 1) is written.
+   */
+  private Job stalledAndReported(JobRegistry registry, Watchdog watchdog) {
+    Job job = registry.getOrCreate("job", 2, 0, nanos.get());
+    attachAnsweringWithRings(job);
+    for (Duration at : List.of(Duration.ZERO, STALL)) {
+      heartbeat(job, 0, at, progress(5, 4));
+      heartbeat(job, 1, at, progress(4, 4));
+    }
+    watchdog.checkAll();
+    analysis.poll().run();
+    return job;
+  }
+
+  /**
+   * Both ranks, each answering a dump request with its ring: rank 0 completed all_reduce #1-#4 and waits in #5, rank
+   * 1 completed #1-#4 and never issued #5.
+   */
+  private void attachAnsweringWithRings(Job job) {
+    for (int rank = 0; rank < 2; rank++) {
+      int r = rank;
+      attach(job, rank, request -> {
+        DumpReply.Builder reply = DumpReply.newBuilder().setRequestId(request.getRequestId());
+        for (int seq = 1; seq <= (r == 0 ? 5 : 4); seq++) {
+          reply.addRecords(CollectiveRecord.newBuilder().setRecordId(seq).setProcessGroup("0").setOp("all_reduce")
+              .setCollectiveSeq(seq).setTimeCreatedNs(1_000_000L * seq).setState(seq == 5 ? CollectiveState.STARTED
+                  : CollectiveState.COMPLETED).build());
+        }
+        job.dumpReply(r, "s" + r, reply.build());
+      });
+    }
+  }
+
   private void attach(Job job, int rank, dev.frdiag.daemon.registry.RankLink link) {
-    job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(rank).setWorldSize(2).setHostname("node0")
+    job.attach(RankIdentity.newBuilder().setJobId("job").setGlobalRank(rank).setWorldSize(2).setHostname("node" + rank)
         .setPid(100 + rank).build(), List.of(WORLD), link, "s" + rank, 0, nanos.get(), 0);
+  }
+
+  /** Rank {@code rank} heartbeats with {@code progress} at {@code sinceStart}. */
+  private void heartbeat(Job job, int rank, Duration sinceStart, ProcessGroupProgress progress) {
+    nanos.set(ORIGIN + sinceStart.toNanos());
+    job.heartbeat(rank, "s" + rank, List.of(progress), 0, 0, false, nanos.get(), 0);
   }
 
   /** Both ranks heartbeat with {@code progress} at {@code sinceStart}. */
