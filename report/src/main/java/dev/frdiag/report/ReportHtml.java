@@ -41,10 +41,13 @@ public final class ReportHtml {
   /** The report as a page, with {@code nav} above it. */
   public static String page(Report r, List<Link> nav) {
     StringBuilder b = new StringBuilder(16_384);
-    b.append("<header class=\"verdict ").append(r.verdict().name().toLowerCase(Locale.ROOT)).append("\">")
+    // A hang that ended by itself is a slowdown: drawn as one, not as the red of a job that is still stuck.
+    b.append("<header class=\"verdict ").append(r.recoveredAt() != null ? "recovered"
+        : r.verdict().name().toLowerCase(Locale.ROOT)).append("\">")
         .append("<h1 id=\"headline\">").append(h(r.headline())).append("</h1>")
         .append("<p class=\"title\"><span class=\"badge\">").append(r.verdict()).append("</span> <span class=\"badge\">")
-        .append(r.symptom()).append("</span> confidence ").append(String.format(Locale.ROOT, "%.2f", r.confidence()))
+        .append(r.symptom()).append("</span> ").append(r.recoveredAt() == null ? "" : "<span class=\"badge\">RECOVERED"
+            + "</span> ").append("confidence ").append(String.format(Locale.ROOT, "%.2f", r.confidence()))
         .append("</p></header>");
     summary(b, r);
     FabricPicture.draw(b, r.fabric());
@@ -438,7 +441,8 @@ public final class ReportHtml {
       main{max-width:1100px;margin:0 auto;padding:12px 20px 40px}
       nav{background:#263238;padding:8px 20px}nav a{color:#eceff1;margin-right:16px;text-decoration:none}
       header.verdict{border-left:6px solid #9e9e9e;padding:4px 14px;margin:12px 0;background:#fff}
-      header.hang{border-color:#d32f2f}header.no_hang{border-color:#388e3c}header.slow{border-color:#f57c00}
+      header.hang{border-color:#d32f2f}header.no_hang{border-color:#388e3c}
+      header.slow,header.recovered{border-color:#f57c00}
       svg.lateness text{font:12px ui-monospace,monospace;fill:#1d1d1f}svg.lateness text.dim{fill:#666}
       svg.lateness .culprit text{fill:#b71c1c;font-weight:bold}svg.lateness rect.outline{fill:none;stroke:#d32f2f;stroke-width:2}
       table.list tr.culprit td{color:#b71c1c;font-weight:bold}h3{font-size:14px;margin:12px 0 4px}

@@ -75,7 +75,8 @@ class ReportJsonTest {
     assertThat(json).contains("\"recovered_at\" : \"" + Report.time(at) + "\"").doesNotContain("\"exclude\"");
     assertThat(ReportJson.read(json)).isEqualTo(recovered);
     assertThat(ReportText.plain(recovered)).contains("recovered").doesNotContain("srun --exclude");
-    assertThat(ReportHtml.page(recovered)).contains("id=\"recovered\"").doesNotContain("srun --exclude");
+    assertThat(ReportHtml.page(recovered)).contains("id=\"recovered\"", "class=\"verdict recovered\"", ">RECOVERED<")
+        .doesNotContain("srun --exclude");
     assertThat(ReportJson.write(dead)).doesNotContain("recovered_at");
   }
 
