@@ -44,7 +44,8 @@ final class OneSnapshot {
    * gloo does not record): 0.5, unless its Python stack was read. Offline, on a backend whose dumps are taken on
    * demand and never on a timeout, nothing dates the snapshot: unless the op failed (the peers' wait ended in an
    * error) or the job's newest record is long after the peers issued it, a dump taken during a momentary lag looks
-   * the same: 0.7.
+   * the same: 0.7; 0.4 when the dumps' write times date them but they hold symbolized stacks, whose writing lags
+   * their content by seconds.
    */
   double cpuStall(StuckOp primary, List<Integer> culprits, List<Evidence> evidence) {
     double sure = 0.9;
@@ -82,6 +83,15 @@ final class OneSnapshot {
           Math.max(0, waited) / 1e6, step > 0 ? String.format(Locale.ROOT,
               " (its collectives came every %.1f ms before)", step / 1e6) : "")));
       sure = Math.min(sure, 0.7);
+      if (index.ranks.values().stream().anyMatch(r -> r.evidence.observedAtNs() > 0
+          && !r.evidence.frames().isEmpty())) {
+        // A dump with symbolized stacks is written seconds after its content is taken (torch symbolizes the frames
+        // in between): its write time, which says the peers' wait was long, may be that much too late.
+        evidence.add(new Evidence(Evidence.Kind.SNAPSHOT_AGE, culprits, "These dumps hold symbolized stacks, "
+            + "which take seconds to write: their write times may be that much later than what they show, so they "
+            + "cannot tell a wait of seconds from a moment; a dump without stacks (the JSON one) dates itself"));
+        sure = Math.min(sure, 0.4);
+      }
     }
     return sure;
   }
