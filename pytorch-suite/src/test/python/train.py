@@ -13,10 +13,11 @@ Layouts (MODE):
             all_reduces a step, launched by autograd hooks), then a world all_reduce of the loss for logging.
 
 Fault switch:
-  FAULT_KIND   none | stall | mismatch | pp_stall | kill | slow | extra | gil_stall | raise
+  FAULT_KIND   none | stall | mismatch | pp_stall | kill | slow | extra | swap | gil_stall | raise
   FAULT_RANK   the faulty rank(s), comma separated
   FAULT_STEP   the step at which the fault fires (default 5)
-  FAULT_GROUP  tp | dp | world: in front of which group's collective (stall, mismatch, kill)
+  FAULT_GROUP  tp | dp | world: in front of which group's collective (stall, mismatch, kill); in ddp, world is the
+               backward (its bucket all_reduces) and loader the next batch, before the forward
   stall     sleep for ever right before the collective
   mismatch  all_gather where the other members all_reduce
   pp_stall  sleep for ever before the pipeline's send (stage 0) or recv (stage 1)
@@ -24,6 +25,8 @@ Fault switch:
   slow      at every step, sleep FAULT_DELAY_MS (default 30) before its first collective: a straggler, not a hang
   extra     one more collective than its peers: `if rank == 0: dist.all_reduce(metric)` on the world group, right
             before its first collective of the step (FAULT_GROUP is not used)
+  swap      issue the step's world all_reduce first, before the tp collectives: the same collectives as its peers in
+            another order (FAULT_GROUP is not used)
   gil_stall sleep for ever inside a C call that holds the GIL (ctypes.PyDLL): no Python thread of the rank runs
             again, so it writes no dump and its worker server does not answer
   raise     raise the RuntimeError a CUDA fault raises ("CUDA error: an illegal memory access was encountered")
@@ -205,10 +208,15 @@ def dptp_step(step, tp, dp, w):
     (tp_group, tp_ranks), (dp_group, dp_ranks) = tp, dp
     slow_down()
     extra_collective(step)
+    swapped = FAULT_KIND == "swap" and RANK in FAULT_RANKS and step == FAULT_STEP
+    if swapped:
+        log("FAULT: the world all_reduce before the tp collectives")
+        collective("all_reduce", torch.tensor([0.0]), None, WORLD)
     h = collective(fault(step, "tp", "all_reduce"), torch.randn(4, 8) @ w, tp_group, len(tp_ranks))
     dist.all_gather([torch.empty(2, 2) for _ in tp_ranks], torch.ones(2, 2) * RANK, group=tp_group)
     grad = collective(fault(step, "dp", "all_reduce"), torch.randn_like(w), dp_group, len(dp_ranks))
-    collective(fault(step, "world", "all_reduce"), torch.tensor([float(h.sum())]), None, WORLD)
+    if not swapped:
+        collective(fault(step, "world", "all_reduce"), torch.tensor([float(h.sum())]), None, WORLD)
     return w - 0.01 * grad[: w.shape[0]]
 
 
@@ -235,6 +243,7 @@ def pipeline_step(step, peer, stage_group):
 def ddp_step(step, model, optimizer):
     slow_down()
     extra_collective(step)
+    fault(step, "loader", "the next batch")
     x, y = torch.randn(16, 32), torch.randn(16, 8)
     loss = torch.nn.functional.mse_loss(model(x), y)
     optimizer.zero_grad()
