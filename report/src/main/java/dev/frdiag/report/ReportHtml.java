@@ -5,13 +5,11 @@ import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.analysis.GroupProgress;
 import dev.frdiag.analysis.Ranks;
-import dev.frdiag.analysis.StuckCollective;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -21,8 +19,8 @@ import java.util.TreeSet;
 /**
  * Renders a {@link Report} as one self-contained HTML page (inline CSS, script and SVG, nothing fetched), the same
  * whether the daemon serves it or {@code fr-diagnose} writes it to a file for a ticket: the verdict first, then a
- * grid of ranks × seqs per stuck group, the cascade, the evidence, the culprits' stacks and the timeline; for a
- * network verdict, the hosts, GPUs, NICs and ports involved ({@link FabricPicture}).
+ * grid of ranks × seqs per stuck group, who waits for whom ({@link WaitPicture}), the evidence, the culprits' stacks
+ * and the timeline; for a network verdict, the hosts, GPUs, NICs and ports involved ({@link FabricPicture}).
  *
  * <p>The grid stays short however many ranks there are: members with the same cells on consecutive hosts share one
  * row, with a count, and a button opens it into its hosts. The culprits' rows are never merged.
@@ -55,7 +53,7 @@ public final class ReportHtml {
     for (int i = 0; i < r.groupProgress().size(); i++) {
       grid(b, r.groupProgress().get(i), i);
     }
-    cascade(b, r.stuckCollectives());
+    WaitPicture.draw(b, r.stuckCollectives(), r.culpritRanks());
     evidence(b, r);
     culprits(b, r.culprits());
     rankStates(b, r.rankStates());
@@ -248,57 +246,6 @@ public final class ReportHtml {
     };
   }
 
-  /** Stuck operations as boxes, each waiting one linked to the root causes it waits on. */
-  private static void cascade(StringBuilder b, List<StuckCollective> stuck) {
-    if (stuck.size() < 2) {
-      return;
-    }
-    List<StuckCollective> roots = stuck.stream().filter(StuckCollective::rootCause).toList();
-    List<StuckCollective> waiting = stuck.stream().filter(s -> !s.rootCause()).toList();
-    int rows = Math.max(roots.size(), waiting.size());
-    int boxW = 330;
-    int boxH = 30;
-    int gap = 14;
-    int width = 2 * boxW + 160;
-    int height = rows * (boxH + gap) + gap;
-    Map<String, Integer> rootRow = new LinkedHashMap<>();
-    for (int i = 0; i < roots.size(); i++) {
-      rootRow.put(roots.get(i).collective().label(), i);
-    }
-    b.append("<section><h2>Cascade</h2><p class=\"sub\">Each waiting operation points at the root causes its "
-        + "missing members are stuck in.</p><svg id=\"cascade\" class=\"cascade\" role=\"img\" viewBox=\"0 0 ")
-        .append(width).append(' ').append(height).append("\" width=\"").append(width).append("\" height=\"")
-        .append(height).append("\"><defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
-            + "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" "
-            + "fill=\"#555\"/></marker></defs>");
-    int rightX = boxW + 160;
-    for (int i = 0; i < waiting.size(); i++) {
-      int y = gap + i * (boxH + gap);
-      for (String target : waiting.get(i).blockedBy()) {
-        Integer row = rootRow.get(target);
-        if (row != null) {
-          int ty = gap + row * (boxH + gap) + boxH / 2;
-          b.append("<line class=\"link\" x1=\"").append(rightX).append("\" y1=\"").append(y + boxH / 2)
-              .append("\" x2=\"").append(boxW + 2).append("\" y2=\"").append(ty)
-              .append("\" stroke=\"#555\" marker-end=\"url(#arrow)\"/>");
-        }
-      }
-      box(b, rightX, y, boxW, boxH, waiting.get(i), false);
-    }
-    for (int i = 0; i < roots.size(); i++) {
-      box(b, 0, gap + i * (boxH + gap), boxW, boxH, roots.get(i), true);
-    }
-    b.append("</svg></section>");
-  }
-
-  private static void box(StringBuilder b, int x, int y, int w, int hgt, StuckCollective s, boolean root) {
-    String text = s.collective().label();
-    b.append("<g class=\"op").append(root ? " root" : "").append("\"><rect x=\"").append(x).append("\" y=\"")
-        .append(y).append("\" width=\"").append(w).append("\" height=\"").append(hgt)
-        .append("\" rx=\"4\"/><text x=\"").append(x + 8).append("\" y=\"").append(y + hgt / 2 + 5).append("\">")
-        .append(h(text.length() > 44 ? text.substring(0, 43) + "…" : text)).append("</text><title>")
-        .append(h(text)).append(root ? " (root cause)" : " (waiting)").append("</title></g>");
-  }
 
   /** Each fact, opened to where its ranks stand in the pictured groups and what the culprits among them hold. */
   private static void evidence(StringBuilder b, Report r) {
@@ -465,8 +412,10 @@ public final class ReportHtml {
       tr.part td.who{padding-left:26px;color:#555}
       button.expand{border:none;background:#eceff1;border-radius:3px;cursor:pointer;padding:0 5px}
       .legend{font-size:12px;color:#444}.legend span{margin-right:14px;white-space:nowrap}.legend .cell{width:14px;height:12px;vertical-align:middle}
-      svg.cascade rect{fill:#fff;stroke:#78909c}svg.cascade .root rect{fill:#ffebee;stroke:#d32f2f}
-      svg.cascade text{font:12px ui-monospace,monospace;fill:#1d1d1f}
+      svg.waits rect{fill:#fff;stroke:#78909c}svg.waits rect.red{fill:#ffebee;stroke:#d32f2f;stroke-width:2}
+      svg.waits text{font:12px ui-monospace,monospace;fill:#1d1d1f}svg.waits text.dim{fill:#555;font-size:11px}
+      svg.waits .culprit text{fill:#b71c1c;font-weight:bold}svg.waits path.link{fill:none;stroke:#555}
+      svg.waits path.cycle{stroke:#d32f2f;stroke-width:1.5}
       svg.fabric rect{fill:#fff;stroke:#90a4ae}svg.fabric line{stroke:#90a4ae}svg.fabric line.dashed{stroke:#d32f2f;stroke-dasharray:4 3}
       svg.fabric .failing rect{fill:#ffcdd2;stroke:#d32f2f}svg.fabric .quiet rect{fill:#c8e6c9;stroke:#388e3c}
       svg.fabric .culprit rect{stroke:#d32f2f;stroke-width:3}svg.fabric text{font:12px ui-monospace,monospace;fill:#1d1d1f}

@@ -6,6 +6,7 @@ import dev.frdiag.analysis.CollectiveRef;
 import dev.frdiag.analysis.Diagnosis;
 import dev.frdiag.analysis.Evidence;
 import dev.frdiag.analysis.GroupProgress;
+import dev.frdiag.analysis.StuckCollective;
 import dev.frdiag.proto.v1.Symptom;
 import dev.frdiag.proto.v1.Verdict;
 import java.time.Instant;
@@ -85,6 +86,50 @@ class ReportHtmlTest {
         List.of(), null, null, null);
     String html = ReportHtml.page(none);
     assertThat(html).doesNotContain("class=\"grid\"").contains("id=\"cascade\"").contains("Inspect the culprit");
+  }
+
+  /**
+   * Who waits for whom: a chain that ends at a rank waiting in no stuck collective ends at a red root; a chain that
+   * closes on itself (rank 0 in an all_reduce its peers never issued, each peer waiting for rank 0 elsewhere) is a
+   * red cycle, and the picture names the culprit's node.
+   */
+  @Test
+  void theWaitGraphEndsAtItsRootOrClosesInARedCycle() {
+    StuckCollective world = stuckIn("0", 6, List.of(1, 3), List.of(0, 2));
+    StuckCollective dp = stuckIn("3", 6, List.of(0), List.of(2));
+    String chain = WaitPictureHtml.of(List.of(world, dp), List.of(2));
+    assertThat(chain).contains("<g class=\"node root culprit\">").contains(">rank 2<")
+        .doesNotContain("node cycle").contains(">0#6 all_reduce<", ">3#6 all_reduce<");
+    assertThat(count(chain, "class=\"link\"")).as("0#6 to 3#6 (rank 0) and to rank 2; 3#6 to rank 2").isEqualTo(3);
+
+    StuckCollective extra = stuckIn("0", 6, List.of(0), List.of(1, 2, 3));
+    StuckCollective tp = stuckIn("1", 11, List.of(1), List.of(0));
+    StuckCollective dp3 = stuckIn("3", 6, List.of(2), List.of(0));
+    StuckCollective dp4 = stuckIn("4", 6, List.of(3), List.of(1));
+    String cycle = WaitPictureHtml.of(List.of(extra, tp, dp3, dp4), List.of(0));
+    assertThat(cycle).doesNotContain("node root").contains("<g class=\"node cycle culprit\">")
+        .contains("collectives whose ranks wait for each other in a cycle");
+    assertThat(count(cycle, "class=\"link cycle\"")).isEqualTo(6);
+
+    assertThat(WaitPictureHtml.of(List.of(), List.of())).as("nothing stuck, nothing drawn").isEmpty();
+  }
+
+  /** The wait-for picture alone. */
+  private static final class WaitPictureHtml {
+    static String of(List<StuckCollective> stuck, List<Integer> culprits) {
+      StringBuilder b = new StringBuilder();
+      WaitPicture.draw(b, stuck, culprits);
+      return b.toString();
+    }
+  }
+
+  private static StuckCollective stuckIn(String group, long seq, List<Integer> waiting, List<Integer> notIssued) {
+    return new StuckCollective(new CollectiveRef(group, "", seq, false, "all_reduce", ""), false, List.of(), waiting,
+        List.of(), notIssued, List.of(), List.of());
+  }
+
+  private static int count(String text, String part) {
+    return text.split(Pattern.quote(part), -1).length - 1;
   }
 
   @Test
