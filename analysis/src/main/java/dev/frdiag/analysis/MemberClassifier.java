@@ -106,7 +106,7 @@ final class MemberClassifier {
       }
       CollectiveRecord blocking = r.oldestIncomplete;
       boolean blockedHere = blocking != null && sameOp(r, blocking, n);
-      if (blocking != null && !blockedHere && isEarlier(r, blocking, n)) {
+      if (blocking != null && !blockedHere && isEarlier(r, blocking, n) && !cutShort(r, blocking)) {
         StuckOp other = opOf(r, blocking);
         if (other != null) {
           n.blockedBy(other.label());
@@ -268,6 +268,16 @@ final class MemberClassifier {
   private boolean isEarlier(RankIndex r, CollectiveRecord blocking, StuckOp n) {
     List<CollectiveRecord> here = stuck.recordsIn(n, r.rank());
     return here.isEmpty() || RankIndex.isBefore(blocking, here.get(0));
+  }
+
+  /**
+   * Whether {@code rec}, a rank's incomplete collective record, shows only where its evidence was cut: a peer
+   * completed that collective, which ends on a member only once every member joined (§3, "A consistent cut"). The
+   * rank went on from it; where it went, its evidence does not say.
+   */
+  private boolean cutShort(RankIndex r, CollectiveRecord rec) {
+    GroupKey g = r.groupsByName.get(rec.getProcessGroup());
+    return g != null && !rec.getIsP2P() && stuck.cutShort(g, rec.getCollectiveSeq());
   }
 
   private StuckOp opOf(RankIndex r, CollectiveRecord rec) {

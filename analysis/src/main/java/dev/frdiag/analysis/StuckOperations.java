@@ -8,6 +8,7 @@ import dev.frdiag.proto.v1.RankEvent;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +30,8 @@ final class StuckOperations {
    * before it completed ("A consistent cut", DIAGNOSIS.md §3). Reported once, not as stuck operations.
    */
   private final List<Evidence> earlierCuts = new ArrayList<>();
+  /** Each collective {@link #cutShort} was asked about, and its answer. */
+  private final Map<StuckOp.Key, Boolean> cutShort = new HashMap<>();
 
   private StuckOperations(JobIndex index, Rhythm rhythm) {
     this.index = index;
@@ -172,7 +175,7 @@ final class StuckOperations {
     for (long seq : outstanding) {
       // A collective some member completed is not stuck: the members shown short of it were observed before
       // (each rank's dump is taken at its own moment). The group's stuck collective, if any, comes after.
-      if (!completedElsewhere(g, seq)) {
+      if (!cutShort(g, seq)) {
         keepIfStalled(op(g, seq, false));
         break;
       }
@@ -194,6 +197,14 @@ final class StuckOperations {
    * in it (the members disagree on what seq is, §4). Noted in {@link #earlierCuts} for the members shown short of
    * it.
    */
+  /**
+   * {@link #completedElsewhere}, asked once per collective: a rank's own oldest incomplete record of a collective a
+   * peer completed is where its evidence was cut, not where it waits (MemberClassifier).
+   */
+  boolean cutShort(GroupKey g, long seq) {
+    return cutShort.computeIfAbsent(new StuckOp.Key(g, seq, false, -1), k -> completedElsewhere(g, seq));
+  }
+
   private boolean completedElsewhere(GroupKey g, long seq) {
     List<Integer> completed = new ArrayList<>();
     List<Integer> retired = new ArrayList<>();
@@ -239,8 +250,10 @@ final class StuckOperations {
     long within = Rhythm.WAIT_RHYTHMS * rhythm.interval(g);
     for (int member : shortOfIt) {
       long observed = index.rank(member).evidence.observedAtNs();
-      // Taken before the last member issued it, the evidence predates the completion, which cannot come sooner.
-      boolean beforeItCouldComplete = observed > 0 && observed < lastIssued;
+      // Taken before the last member issued it, the evidence predates the completion, which cannot come sooner; a
+      // file is written a little after its content is taken, so within one of the group's intervals of that issue
+      // it cannot say which came first either.
+      boolean beforeItCouldComplete = observed > 0 && observed < lastIssued + rhythm.interval(g);
       boolean withinRhythm = observed > 0 && firstIssued != Long.MAX_VALUE && within > 0
           && observed - firstIssued < within;
       if (!beforeItCouldComplete && !withinRhythm) {
