@@ -8,7 +8,6 @@ import dev.frdiag.proto.v1.RankEvent;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,17 +24,13 @@ final class StuckOperations {
   private final Rhythm rhythm;
   /** In the order found; later phases add the operations members are blocked in. */
   private final Map<StuckOp.Key, StuckOp> ops = new LinkedHashMap<>();
-  /**
-   * Members shown short of a collective that another member completed, by group and seq: their evidence was taken
-   * before it completed ("A consistent cut", DIAGNOSIS.md §3). Reported once, not as stuck operations.
-   */
-  private final List<Evidence> earlierCuts = new ArrayList<>();
-  /** Each collective {@link #cutShort} was asked about, and its answer. */
-  private final Map<StuckOp.Key, Boolean> cutShort = new HashMap<>();
+  /** Which members' evidence predates a completion their peers show. */
+  private final ConsistentCut cut;
 
   private StuckOperations(JobIndex index, Rhythm rhythm) {
     this.index = index;
     this.rhythm = rhythm;
+    this.cut = new ConsistentCut(index, rhythm);
   }
 
   /** The first outstanding operations of every group that stalled for the job's stall threshold. */
@@ -49,7 +44,12 @@ final class StuckOperations {
 
   /** The members whose evidence predates a completion their peers show, as evidence lines; at most a few. */
   List<Evidence> earlierCuts() {
-    return Collections.unmodifiableList(earlierCuts);
+    return cut.earlierCuts();
+  }
+
+  /** {@link ConsistentCut#cutShort}. */
+  boolean cutShort(GroupKey g, long seq) {
+    return cut.cutShort(g, seq);
   }
 
   /** Every operation found so far, in the order found. */
@@ -175,7 +175,7 @@ final class StuckOperations {
     for (long seq : outstanding) {
       // A collective some member completed is not stuck: the members shown short of it were observed before
       // (each rank's dump is taken at its own moment). The group's stuck collective, if any, comes after.
-      if (!cutShort(g, seq)) {
+      if (!cut.cutShort(g, seq)) {
         keepIfStalled(op(g, seq, false));
         break;
       }
@@ -186,119 +186,6 @@ final class StuckOperations {
     for (long[] pair : pairOps) {
       keepIfStalled(op(g, pair[1], true, (int) pair[0]));
     }
-  }
-
-  /**
-   * Whether a member completed collective (g, seq), one that ends on a member only once every member joined it, while
-   * each member shown short of it was observed before its last member issued it (so before it could complete), or
-   * within the group's rhythm of its first issue: evidence taken a moment before the completion (§3, "A consistent
-   * cut"). A member shown short of it long after it was issued, or at an
-   * unknown time, is not explained by the moment of its dump, and neither is a member whose own watchdog timed out
-   * in it (the members disagree on what seq is, §4). Noted in {@link #earlierCuts} for the members shown short of
-   * it.
-   */
-  /**
-   * {@link #completedElsewhere}, asked once per collective: a rank's own oldest incomplete record of a collective a
-   * peer completed is where its evidence was cut, not where it waits (MemberClassifier).
-   */
-  boolean cutShort(GroupKey g, long seq) {
-    return cutShort.computeIfAbsent(new StuckOp.Key(g, seq, false, -1), k -> completedElsewhere(g, seq));
-  }
-
-  private boolean completedElsewhere(GroupKey g, long seq) {
-    List<Integer> completed = new ArrayList<>();
-    List<Integer> retired = new ArrayList<>();
-    List<Integer> shortOfIt = new ArrayList<>();
-    String op = null;
-    for (int member : index.members.get(g)) {
-      RankIndex r = index.rank(member);
-      if (r == null) {
-        continue;
-      }
-      List<CollectiveRecord> recs = index.recordsOf(member, g, seq, false);
-      if (!recs.isEmpty()) {
-        op = recs.get(0).getOp();
-      }
-      if (r.evidence.events().stream().anyMatch(e -> e.getKind() == RankEvent.Kind.WATCHDOG_TIMEOUT
-          && e.getSeq() == seq && e.getProcessGroup().equals(g.name()))) {
-        return false;
-      }
-      if (completedBy(r, recs)) {
-        completed.add(member);
-      } else if (retiredNotFailed(r, g, recs)) {
-        retired.add(member);
-      } else if (!r.evidence.isEmpty()) {
-        shortOfIt.add(member);
-      }
-    }
-    if (completed.isEmpty() || op == null || !CollectiveJoin.needsEveryMember(op)) {
-      return false;
-    }
-    // It ended on a member only once every member had joined it: a member that retired it, its own status reporting
-    // no failure, completed it too.
-    completed.addAll(retired);
-    long firstIssued = Long.MAX_VALUE;
-    long lastIssued = 0;
-    for (int member : index.members.get(g)) {
-      for (CollectiveRecord rec : index.recordsOf(member, g, seq, false)) {
-        if (rec.getTimeCreatedNs() > 0) {
-          firstIssued = Math.min(firstIssued, rec.getTimeCreatedNs());
-          lastIssued = Math.max(lastIssued, rec.getTimeCreatedNs());
-        }
-      }
-    }
-    long within = Rhythm.WAIT_RHYTHMS * rhythm.interval(g);
-    for (int member : shortOfIt) {
-      long observed = index.rank(member).evidence.observedAtNs();
-      // Taken before the last member issued it, the evidence predates the completion, which cannot come sooner; a
-      // file is written a little after its content is taken, so within one of the group's intervals of that issue
-      // it cannot say which came first either.
-      boolean beforeItCouldComplete = observed > 0 && observed < lastIssued + rhythm.interval(g);
-      boolean withinRhythm = observed > 0 && firstIssued != Long.MAX_VALUE && within > 0
-          && observed - firstIssued < within;
-      if (!beforeItCouldComplete && !withinRhythm) {
-        return false;
-      }
-    }
-    if (earlierCuts.size() < MAX_EARLIER_CUTS && !shortOfIt.isEmpty()) {
-      earlierCuts.add(new Evidence(Evidence.Kind.EARLIER_CUT, shortOfIt, Wording.capitalize(Wording.who(shortOfIt))
-          + (shortOfIt.size() == 1 ? " shows " : " show ") + g.name() + "#" + seq + " " + op + " not completed, which "
-          + Wording.who(completed) + " completed: an " + op + " ends on a member only once every member joined it, "
-          + "so " + (shortOfIt.size() == 1 ? "its" : "their") + " evidence was taken before it completed"));
-    }
-    return true;
-  }
-
-  /** Evidence lines about members observed before a completion, at most. */
-  static final int MAX_EARLIER_CUTS = 3;
-
-  /**
-   * Whether {@code recs}, one rank's records of one collective, completed: completed, or (gloo, which records no
-   * completion) retired with a later record of the rank after them: a failed gloo collective raises, and the rank's
-   * program issues nothing after it.
-   */
-  private static boolean completedBy(RankIndex r, List<CollectiveRecord> recs) {
-    if (recs.isEmpty()) {
-      return false;
-    }
-    for (CollectiveRecord rec : recs) {
-      if (!Completion.ended(rec)) {
-        return false;
-      }
-    }
-    CollectiveRecord last = recs.get(recs.size() - 1);
-    return last.getState() == CollectiveState.COMPLETED || wentOnFrom(r, last);
-  }
-
-  /**
-   * Whether {@code recs}, one rank's gloo records of one collective of {@code g}, all left the work list with nothing
-   * of the rank after them and its status not reporting them failed ({@link RankIndex.Track#retiredFailed}):
-   * completed or failed, the records alone cannot say.
-   */
-  private static boolean retiredNotFailed(RankIndex r, GroupKey g, List<CollectiveRecord> recs) {
-    RankIndex.Track t = r.tracks.get(g);
-    return !recs.isEmpty() && t != null
-        && recs.stream().allMatch(rec -> Completion.retiredUnknown(rec) && !t.retiredFailed(rec));
   }
 
   /**
@@ -330,7 +217,7 @@ final class StuckOperations {
   private boolean wentOnFromAnywhere(GroupKey g, long seq) {
     for (int member : index.members.get(g)) {
       RankIndex r = index.rank(member);
-      if (r != null && completedBy(r, index.recordsOf(member, g, seq, false))) {
+      if (r != null && ConsistentCut.completedBy(r, index.recordsOf(member, g, seq, false))) {
         return true;
       }
     }
@@ -338,7 +225,7 @@ final class StuckOperations {
   }
 
   /** Whether {@code r} issued a record after {@code rec}. */
-  private static boolean wentOnFrom(RankIndex r, CollectiveRecord rec) {
+  static boolean wentOnFrom(RankIndex r, CollectiveRecord rec) {
     return r.newest != null && r.newest != rec && RankIndex.isBefore(rec, r.newest);
   }
 

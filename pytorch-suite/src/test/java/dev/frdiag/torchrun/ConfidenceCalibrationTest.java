@@ -2,12 +2,12 @@ package dev.frdiag.torchrun;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.frdiag.testing.calibration.ConfidenceBands;
 import dev.frdiag.torchrun.RealPyTorchJobsTest.Analysis;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
@@ -21,8 +21,6 @@ import org.slf4j.LoggerFactory;
  */
 class ConfidenceCalibrationTest {
   private static final Logger log = LoggerFactory.getLogger(ConfidenceCalibrationTest.class);
-  /** The bands' lower bounds, highest first. */
-  private static final double[] BANDS = {0.9, 0.7, 0.5, 0};
 
   /** One analysis and whether it was right. */
   record Scored(Scenario scenario, String folder, Analysis analysis, boolean right, boolean confidentlyWrong) {
@@ -82,15 +80,7 @@ class ConfidenceCalibrationTest {
 
   /** Right and wrong per band, as docs/DIAGNOSIS.md §9 shows them. */
   static String table(List<Scored> scored) {
-    StringBuilder sb = new StringBuilder("| confidence | right | wrong |\n|---|---|---|\n");
-    for (int i = 0; i < BANDS.length; i++) {
-      double floor = BANDS[i];
-      double ceiling = i == 0 ? Double.MAX_VALUE : BANDS[i - 1];
-      List<Scored> in = scored.stream().filter(s -> s.confidence() >= floor && s.confidence() < ceiling).toList();
-      long right = in.stream().filter(Scored::right).count();
-      String band = i == 0 ? "≥ " + floor : String.format(Locale.ROOT, "%.1f-%.2f", floor, ceiling - 0.01);
-      sb.append("| ").append(band).append(" | ").append(right).append(" | ").append(in.size() - right).append(" |\n");
-    }
-    return sb.toString();
+    return ConfidenceBands.table(scored.stream().map(s -> new ConfidenceBands.Answer(s.confidence(), s.right()))
+        .toList());
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.frdiag.testing.calibration.ConfidenceBands;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
@@ -134,7 +135,8 @@ class HangCorpusTest {
         + String.format(java.util.Locale.ROOT, "%nHeld-out split, kept out of rule-writing: %d of %d right (%.0f %%; "
         + "aim %.0f %%), misses not listed%n%n", right(heldOut), heldOut.size(), 100 * share(heldOut),
         100 * HELD_OUT_TARGET) + table(heldOut, false) + "\nRight and wrong per confidence band (DIAGNOSIS.md §9):\n\n"
-        + calibration(outcomes);
+        + ConfidenceBands.table(outcomes.stream().map(o -> new ConfidenceBands.Answer(o.confidence(), o.right()))
+        .toList());
     System.out.println(tables);
     Files.createDirectories(Path.of("target"));
     Files.writeString(Path.of("target", "corpus-accuracy.md"), tables);
@@ -197,21 +199,6 @@ class HangCorpusTest {
             .append(", got ").append(o.verdict()).append(' ').append(o.symptom())
             .append(o.ranks().isEmpty() ? "" : " " + o.ranks()).append('\n');
       }
-    }
-    return sb.toString();
-  }
-
-  /** Right and wrong answers per confidence band, highest first: what each confidence has meant on real threads. */
-  static String calibration(List<Outcome> outcomes) {
-    double[] floors = {0.9, 0.7, 0.5, 0};
-    StringBuilder sb = new StringBuilder("| confidence | right | wrong |\n|---|---|---|\n");
-    for (int i = 0; i < floors.length; i++) {
-      double floor = floors[i];
-      double ceiling = i == 0 ? Double.MAX_VALUE : floors[i - 1];
-      List<Outcome> in = outcomes.stream().filter(o -> o.confidence() >= floor && o.confidence() < ceiling).toList();
-      long right = in.stream().filter(Outcome::right).count();
-      String band = i == 0 ? "≥ " + floor : String.format(java.util.Locale.ROOT, "%.1f-%.2f", floor, ceiling - 0.01);
-      sb.append("| ").append(band).append(" | ").append(right).append(" | ").append(in.size() - right).append(" |\n");
     }
     return sb.toString();
   }
