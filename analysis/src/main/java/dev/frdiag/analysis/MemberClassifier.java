@@ -98,13 +98,15 @@ final class MemberClassifier {
         }
         continue;
       }
-      if (s == MemberState.NOT_ISSUED && !failedOn(n) && observedBeforeTheWait(r, n)) {
-        // Its evidence was taken before its peers began to wait, or too soon after to expect it there: it says
-        // nothing of whether the rank issued the op later (its dump predates the wait).
+      CollectiveRecord blocking = r.oldestIncomplete;
+      boolean cutBefore = blocking != null && isEarlier(r, blocking, n) && cutShort(r, blocking);
+      if (s == MemberState.NOT_ISSUED && !failedOn(n) && (observedBeforeTheWait(r, n) || cutBefore)) {
+        // Its evidence was taken before its peers began to wait, or too soon after to expect it there, or before an
+        // earlier collective of its completed (a peer shows it done): it says nothing of whether the rank issued the
+        // op later (its dump predates the wait).
         n.observedBefore(rank);
         continue;
       }
-      CollectiveRecord blocking = r.oldestIncomplete;
       boolean blockedHere = blocking != null && sameOp(r, blocking, n);
       if (blocking != null && !blockedHere && isEarlier(r, blocking, n) && !cutShort(r, blocking)) {
         StuckOp other = opOf(r, blocking);

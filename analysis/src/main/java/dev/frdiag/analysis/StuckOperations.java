@@ -282,8 +282,10 @@ final class StuckOperations {
         RankIndex.Track t = r.tracks.get(g);
         // Observed before anyone issued it, a member that had not issued it says nothing of it (§3, "A consistent
         // cut").
+        // A file is written a little after its content is taken: within one of the group's intervals of the first
+        // issue, it cannot say which came first either (§3, "A consistent cut").
         boolean before = !countEarlier && r.evidence.observedAtNs() > 0 && firstIssued != Long.MAX_VALUE
-            && r.evidence.observedAtNs() < firstIssued;
+            && r.evidence.observedAtNs() < firstIssued + rhythm.interval(g);
         if (!before && (t == null || t.enqueued < seq && t.collectives.get(seq) == null)) {
           return true;
         }
